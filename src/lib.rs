@@ -1,0 +1,4 @@
+//! terroir: a NUMA-aware work-stealing runtime.
+#![warn(missing_docs)]
+
+pub mod numa;

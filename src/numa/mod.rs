@@ -1,0 +1,62 @@
+//! OS facts and system calls: CPU and node sets, the machine [`Topology`],
+//! thread binding, and (in `sys.rs`) the raw syscalls behind them.
+//!
+//! This is the bottom layer of terroir: it knows nothing of tasks or pools.
+
+mod error;
+#[cfg(feature = "hwloc")]
+mod hwloc;
+mod set;
+pub(crate) mod sys;
+mod sysfs;
+mod topology;
+
+pub use error::NumaError;
+pub use set::{CpuSet, NodeSet};
+pub use topology::{CacheGroup, Node, NodeId, Pu, Topology, TopologyBuilder, TopologySource};
+
+/// The CPUs the calling thread may run on (`sched_getaffinity`); cgroup
+/// cpusets and `taskset` show up here.
+///
+/// # Errors
+/// [`NumaError::Syscall`] if the kernel refuses.
+///
+/// ```
+/// let cpus = terroir::numa::allowed_cpus().unwrap();
+/// assert!(!cpus.is_empty());
+/// ```
+pub fn allowed_cpus() -> Result<CpuSet, NumaError> {
+    sys::allowed_cpus()
+}
+
+/// Binds the calling thread to `cpus` (`sched_setaffinity`).
+///
+/// # Errors
+/// [`NumaError::Syscall`] naming the CPU set when the kernel refuses it
+/// (e.g. a CPU that does not exist or is outside the cgroup).
+///
+/// ```
+/// use terroir::numa::{allowed_cpus, bind_current_thread, CpuSet};
+/// std::thread::spawn(|| {
+///     let first = allowed_cpus().unwrap().iter().next().unwrap();
+///     bind_current_thread(&CpuSet::from_iter([first])).unwrap();
+/// }).join().unwrap();
+/// ```
+pub fn bind_current_thread(cpus: &CpuSet) -> Result<(), NumaError> {
+    sys::bind_current_thread(cpus)
+}
+
+/// The CPU and NUMA node the calling thread runs on now (`getcpu`); stale as
+/// soon as it returns unless the thread is bound to one CPU.
+///
+/// # Errors
+/// [`NumaError::Syscall`] if the kernel refuses.
+///
+/// ```
+/// let (cpu, node) = terroir::numa::current_cpu_and_node().unwrap();
+/// assert!(terroir::numa::allowed_cpus().unwrap().contains(cpu));
+/// # let _ = node;
+/// ```
+pub fn current_cpu_and_node() -> Result<(u32, NodeId), NumaError> {
+    sys::getcpu().map(|(cpu, node)| (cpu, NodeId::new(node)))
+}
