@@ -133,6 +133,7 @@ macro_rules! id_set {
                 Bits::parse_list(text, concat!($item, " list")).map(Self)
             }
 
+            #[allow(dead_code)] // used for CpuSet only so far
             pub(crate) fn parse_named(text: &str, what: &str) -> Result<Self, NumaError> {
                 Bits::parse_list(text, what).map(Self)
             }

@@ -1,0 +1,182 @@
+//! Jobs: type-erased references to work that a worker can run.
+//!
+//! A [`JobRef`] is a pointer plus a function that knows the pointee's type.
+//! [`StackJob`] lives on the stack of the thread that waits for it (the `b`
+//! half of `join`, the body of `install`); [`HeapJob`] is boxed (scoped and
+//! global spawns).
+
+use std::any::Any;
+use std::cell::UnsafeCell;
+use std::mem;
+use std::panic::{self, AssertUnwindSafe};
+
+use super::latch::Latch;
+
+/// A type-erased job. Whoever holds it may execute it exactly once.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JobRef {
+    pointer: *const (),
+    execute_fn: unsafe fn(*const ()),
+}
+
+// SAFETY: a JobRef is only created from jobs whose closures and results are
+// `Send` (see `StackJob::as_job_ref` and `HeapJob::into_job_ref`); the
+// pointee is kept alive by its owner until the job signals completion.
+unsafe impl Send for JobRef {}
+
+impl JobRef {
+    /// Runs the job.
+    ///
+    /// # Safety
+    /// The job must not have been executed before, and its pointee must be
+    /// alive (guaranteed by the latch protocol for stack jobs and by
+    /// ownership for heap jobs).
+    #[inline]
+    pub(crate) unsafe fn execute(self) {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { (self.execute_fn)(self.pointer) }
+    }
+}
+
+/// The outcome of a job run by another thread.
+pub(crate) enum JobResult<T> {
+    None,
+    Ok(T),
+    Panic(Box<dyn Any + Send>),
+}
+
+impl<T> JobResult<T> {
+    /// The value, or the panic resumed on this thread.
+    pub(crate) fn into_return_value(self) -> T {
+        match self {
+            JobResult::Ok(v) => v,
+            JobResult::Panic(p) => panic::resume_unwind(p),
+            JobResult::None => unreachable!("job result read before the job ran"),
+        }
+    }
+}
+
+/// A job on the stack of the thread that will wait for it.
+pub(crate) struct StackJob<L: Latch, F, R> {
+    pub(crate) latch: L,
+    func: UnsafeCell<Option<F>>,
+    result: UnsafeCell<JobResult<R>>,
+}
+
+impl<L, F, R> StackJob<L, F, R>
+where
+    L: Latch + Sync,
+    F: FnOnce(bool) -> R + Send,
+    R: Send,
+{
+    #[inline(always)]
+    pub(crate) fn new(func: F, latch: L) -> Self {
+        StackJob {
+            latch,
+            func: UnsafeCell::new(Some(func)),
+            result: UnsafeCell::new(JobResult::None),
+        }
+    }
+
+    /// A reference other threads can execute. The caller must keep `self`
+    /// alive (and in place) until `self.latch` is set.
+    #[inline(always)]
+    pub(crate) fn as_job_ref(&self) -> JobRef {
+        JobRef {
+            pointer: self as *const Self as *const (),
+            execute_fn: Self::execute,
+        }
+    }
+
+    /// # Safety
+    /// `this` points to a live `StackJob<L, F, R>` whose function has not been
+    /// taken.
+    unsafe fn execute(this: *const ()) {
+        // SAFETY: `this` came from `as_job_ref` on a live job (contract).
+        let this = unsafe { &*(this as *const Self) };
+        // SAFETY: the job is executed once, by one thread, so nobody else
+        // touches `func` or `result` until the latch below is set.
+        let func = unsafe { (*this.func.get()).take() }.expect("stack job executed twice");
+        let result = match panic::catch_unwind(AssertUnwindSafe(|| func(true))) {
+            Ok(v) => JobResult::Ok(v),
+            Err(p) => JobResult::Panic(p),
+        };
+        // SAFETY: as above; the waiting thread reads `result` only after it
+        // observes the latch set (Release in `set`, Acquire in `probe`).
+        unsafe { *this.result.get() = result };
+        // SAFETY: `this` is alive until the latch is set; after this call we
+        // do not touch `this` again.
+        unsafe { L::set(&this.latch) };
+    }
+
+    /// Runs the function on this thread (the job was never shared).
+    ///
+    /// Takes `&self` rather than `self`: moving the job would copy it
+    /// through the stack with wide loads that cannot be forwarded from the
+    /// narrow stores that built it, a stall on every `join`.
+    #[inline(always)]
+    pub(crate) fn run_inline(&self, stolen: bool) -> R {
+        // SAFETY: the job was never shared (the caller checked it is still
+        // private), so this thread is the only one touching `func`.
+        let func = unsafe { (*self.func.get()).take() };
+        func.expect("stack job run inline after being taken")(stolen)
+    }
+
+    /// The result left by another thread; resumes its panic here.
+    pub(crate) fn into_result(self) -> R {
+        self.result.into_inner().into_return_value()
+    }
+}
+
+/// A boxed job, for spawned work that outlives the spawner's frame.
+pub(crate) struct HeapJob<BODY> {
+    body: BODY,
+}
+
+impl<BODY: FnOnce() + Send> HeapJob<BODY> {
+    pub(crate) fn new(body: BODY) -> Box<Self> {
+        Box::new(HeapJob { body })
+    }
+
+    /// Leaks the box into a [`JobRef`] that frees it when executed.
+    ///
+    /// # Safety
+    /// Everything `BODY` borrows must outlive the job's execution (scopes
+    /// guarantee it by waiting; global spawns require `'static`).
+    pub(crate) unsafe fn into_job_ref(self: Box<Self>) -> JobRef {
+        JobRef {
+            pointer: Box::into_raw(self) as *const (),
+            execute_fn: Self::execute,
+        }
+    }
+
+    /// # Safety
+    /// `this` came from `into_job_ref` and is executed once.
+    unsafe fn execute(this: *const ()) {
+        // SAFETY: `this` is the pointer leaked by `into_job_ref` (contract).
+        let this = unsafe { Box::from_raw(this as *mut Self) };
+        (this.body)();
+    }
+}
+
+/// Runs `f`, returning its value or its panic payload.
+pub(crate) fn halt_unwinding<F: FnOnce() -> R, R>(f: F) -> Result<R, Box<dyn Any + Send>> {
+    panic::catch_unwind(AssertUnwindSafe(f))
+}
+
+/// Aborts the process if dropped: guards code that must not unwind.
+pub(crate) struct AbortIfPanic;
+
+impl Drop for AbortIfPanic {
+    fn drop(&mut self) {
+        eprintln!("terroir: detected unexpected panic in the runtime; aborting");
+        std::process::abort();
+    }
+}
+
+impl AbortIfPanic {
+    /// Disarms the guard.
+    pub(crate) fn disarm(self) {
+        mem::forget(self);
+    }
+}

@@ -1,0 +1,109 @@
+//! `join`: fork two closures, continue when both are done.
+//!
+//! The continuation `b` stays private to the worker (a push on a plain
+//! `Vec`, no atomic read-modify-write, no fence) unless an idle worker asks
+//! for work; then the worker promotes its *oldest* private continuation to
+//! its deque at the next `join` (a "steal request", Acar, Charguéraud and
+//! Rainey, PPoPP 2013). See `README.md` beside this file.
+
+use super::job::StackJob;
+use super::latch::CoreLatch;
+use super::registry::{global_registry, PrivateJob, WorkerThread};
+
+/// Runs `oper_a` and `oper_b`, potentially in parallel, and returns both
+/// results. Same contract as `rayon::join`.
+///
+/// Called from outside any pool, the work runs in the global pool and the
+/// calling thread blocks until it is done.
+///
+/// # Panics
+/// If either closure panics, the panic is propagated to the caller after
+/// both closures have finished (if both panic, `oper_a`'s panic wins).
+///
+/// ```
+/// fn fib(n: u64) -> u64 {
+///     if n < 2 {
+///         return n;
+///     }
+///     let (a, b) = terroir::join(|| fib(n - 1), || fib(n - 2));
+///     a + b
+/// }
+/// assert_eq!(fib(20), 6765);
+/// ```
+pub fn join<A, B, RA, RB>(oper_a: A, oper_b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    match WorkerThread::current() {
+        Some(wt) => join_in_worker(wt, oper_a, oper_b),
+        None => global_registry().in_worker(|wt, _| join_in_worker(wt, oper_a, oper_b)),
+    }
+}
+
+#[inline]
+fn join_in_worker<A, B, RA, RB>(wt: &WorkerThread, oper_a: A, oper_b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let job_b = StackJob::new(move |_| oper_b(), CoreLatch::new(wt, false));
+    let mut node = PrivateJob::new(job_b.as_job_ref());
+    wt.push_private(&mut node);
+    wt.poll();
+    // If `oper_a` unwinds, the guard takes `b` back and finishes it before
+    // the panic goes on (a landing pad, free on the normal path, where
+    // `catch_unwind` would cost a call through a function pointer).
+    let guard = UnwindGuard {
+        wt,
+        node: &node,
+        job_b: &job_b,
+    };
+    let ra = oper_a();
+    std::mem::forget(guard);
+    wt.pop_private(&node);
+    if !node.was_promoted() {
+        (ra, job_b.run_inline(false))
+    } else {
+        // Promoted: a thief may run it, or we find it on our deque.
+        wt.wait_until(&job_b.latch);
+        (ra, job_b.into_result())
+    }
+}
+
+/// Finishes `b` when `a` unwinds, so that the panic reaches the caller only
+/// after the sibling work is done (rayon's contract: both closures run).
+struct UnwindGuard<'a, F, R>
+where
+    F: FnOnce(bool) -> R + Send,
+    R: Send,
+{
+    wt: &'a WorkerThread,
+    node: &'a PrivateJob,
+    job_b: &'a StackJob<CoreLatch, F, R>,
+}
+
+impl<F, R> Drop for UnwindGuard<'_, F, R>
+where
+    F: FnOnce(bool) -> R + Send,
+    R: Send,
+{
+    #[cold]
+    fn drop(&mut self) {
+        self.wt.pop_private(self.node);
+        if !self.node.was_promoted() {
+            // Never shared: run it here; a second panic is dropped (the
+            // first one wins, as in rayon).
+            // SAFETY: `b` was private, so nobody else can execute it, and we
+            // execute it once; `execute` catches its panic into the job's
+            // result, which is dropped with `job_b`.
+            unsafe { self.job_b.as_job_ref().execute() };
+        } else {
+            self.wt.wait_until(&self.job_b.latch);
+        }
+    }
+}

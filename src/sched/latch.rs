@@ -1,0 +1,198 @@
+//! Latches: one-shot signals that a job (or a group of jobs) is done.
+//!
+//! ## Memory ordering
+//! Setting a latch is a Release operation and probing it an Acquire one, so
+//! everything the job wrote (its result) is visible to the thread that sees
+//! the latch set. A worker that waits on a [`CoreLatch`] may park; the setter
+//! then wakes it (see `sleep.rs` and `README.md` beside this file).
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::registry::WorkerThread;
+
+/// Something a job sets when it is done.
+pub(crate) trait Latch {
+    /// Sets the latch.
+    ///
+    /// # Safety
+    /// `this` may be freed by the waiting thread as soon as the latch is
+    /// observed set: implementations must not touch `*this` after the store
+    /// that makes it observable.
+    unsafe fn set(this: *const Self);
+}
+
+const UNSET: u8 = 0;
+const SLEEPING: u8 = 1;
+const SET: u8 = 2;
+
+/// A latch waited on by a worker thread, which keeps working (stealing)
+/// while it waits and may park; setting it wakes that worker.
+pub(crate) struct CoreLatch {
+    state: AtomicU8,
+    /// The worker that waits; alive while the latch is unset, since it
+    /// waits for it on its own thread.
+    owner: *const WorkerThread,
+    /// The setter may not be a worker of the owner's registry (cross-pool
+    /// install): it must then hold the registry alive while it wakes the
+    /// owner.
+    cross: bool,
+}
+
+// SAFETY: `owner` is only dereferenced by `set` while the latch is unset
+// (the owner is alive, waiting), and its registry is kept alive across the
+// wake-up (see `set`); the state is atomic.
+unsafe impl Sync for CoreLatch {}
+// SAFETY: as above.
+unsafe impl Send for CoreLatch {}
+
+impl CoreLatch {
+    /// A latch waited on by worker `owner`; `cross` when it may be set by a
+    /// thread that is not a worker of `owner`'s pool.
+    #[inline(always)]
+    pub(crate) fn new(owner: &WorkerThread, cross: bool) -> Self {
+        CoreLatch {
+            state: AtomicU8::new(UNSET),
+            owner,
+            cross,
+        }
+    }
+
+    /// Whether the latch is set (Acquire: the job's writes are visible).
+    #[inline]
+    pub(crate) fn probe(&self) -> bool {
+        self.state.load(Ordering::Acquire) == SET
+    }
+
+    /// The owner is about to park: UNSET → SLEEPING. Returns false when the
+    /// latch was set meanwhile (then the owner must not park).
+    pub(crate) fn get_sleepy(&self) -> bool {
+        self.state
+            .compare_exchange(UNSET, SLEEPING, Ordering::SeqCst, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// The owner decided not to park after all: SLEEPING → UNSET (a no-op if
+    /// the latch was set meanwhile).
+    pub(crate) fn wake_up(&self) {
+        let _ = self
+            .state
+            .compare_exchange(SLEEPING, UNSET, Ordering::SeqCst, Ordering::Relaxed);
+    }
+}
+
+impl Latch for CoreLatch {
+    unsafe fn set(this: *const Self) {
+        // SAFETY: `this`, and the owner waiting for it, are alive until the
+        // swap below makes SET observable; we copy what we need first.
+        let (registry, owner, cross) = unsafe {
+            let owner = &*(*this).owner;
+            (Arc::as_ptr(owner.registry()), owner.index(), (*this).cross)
+        };
+        // Keep the owner's registry alive across the wake-up when the setter
+        // does not belong to it (a worker of `registry` holds its own Arc).
+        let _guard = if cross {
+            // SAFETY: the owner is blocked until SET, and it holds an Arc to
+            // `registry`, so the registry is alive to be cloned here.
+            unsafe {
+                Arc::increment_strong_count(registry);
+                Some(Arc::from_raw(registry))
+            }
+        } else {
+            None
+        };
+        // SAFETY: alive until this store; SeqCst pairs with `get_sleepy`.
+        let old = unsafe { (*this).state.swap(SET, Ordering::SeqCst) };
+        if old == SLEEPING {
+            // SAFETY: the registry is alive: either we are one of its workers
+            // (holding an Arc) or `_guard` holds one.
+            unsafe { (*registry).sleep.wake_specific(owner) };
+        }
+    }
+}
+
+/// A latch for threads outside any pool: a mutex and a condition variable.
+#[derive(Default)]
+pub(crate) struct LockLatch {
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl LockLatch {
+    /// Blocks until set, then resets the latch for reuse.
+    pub(crate) fn wait_and_reset(&self) {
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            done = self.cv.wait(done).unwrap_or_else(|e| e.into_inner());
+        }
+        *done = false;
+    }
+}
+
+impl Latch for LockLatch {
+    unsafe fn set(this: *const Self) {
+        // SAFETY: the waiter cannot return before it re-acquires the mutex we
+        // hold here, so `*this` is alive until the guard is dropped, and the
+        // condvar is notified while we still hold it.
+        let this = unsafe { &*this };
+        let mut done = this.done.lock().unwrap_or_else(|e| e.into_inner());
+        *done = true;
+        this.cv.notify_all();
+    }
+}
+
+impl<L: Latch> Latch for &L {
+    unsafe fn set(this: *const Self) {
+        // SAFETY: forwarded; `*this` is a live reference to a live latch.
+        unsafe { L::set(*this) }
+    }
+}
+
+/// Counts outstanding jobs of a scope; when the count reaches zero the inner
+/// latch is set. Starts at 1 (the scope's own body).
+pub(crate) struct CountLatch {
+    counter: AtomicUsize,
+    kind: CountLatchKind,
+}
+
+pub(crate) enum CountLatchKind {
+    /// Waited on by a worker, which keeps stealing.
+    Stealing(CoreLatch),
+    /// Waited on by a thread outside the pool.
+    Blocking(LockLatch),
+}
+
+impl CountLatch {
+    pub(crate) fn new(kind: CountLatchKind) -> Self {
+        CountLatch {
+            counter: AtomicUsize::new(1),
+            kind,
+        }
+    }
+
+    /// One more job to wait for. Relaxed: the increment happens before the
+    /// job is published (by a Release push), and only that job decrements.
+    pub(crate) fn increment(&self) {
+        let old = self.counter.fetch_add(1, Ordering::Relaxed);
+        debug_assert!(old != 0, "count latch incremented after reaching zero");
+    }
+
+    pub(crate) fn kind(&self) -> &CountLatchKind {
+        &self.kind
+    }
+}
+
+impl Latch for CountLatch {
+    unsafe fn set(this: *const Self) {
+        // SAFETY: alive until the inner latch is set (the waiter waits on it).
+        // AcqRel: every job's writes happen before the final decrement, which
+        // the inner latch publishes to the waiter.
+        if unsafe { (*this).counter.fetch_sub(1, Ordering::AcqRel) } == 1 {
+            // SAFETY: the inner latch lives inside `*this`, alive until set.
+            match unsafe { &(*this).kind } {
+                CountLatchKind::Stealing(l) => unsafe { CoreLatch::set(l) },
+                CountLatchKind::Blocking(l) => unsafe { LockLatch::set(l) },
+            }
+        }
+    }
+}

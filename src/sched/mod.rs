@@ -1,0 +1,20 @@
+//! The executor: workers, deques, per-node queues, sleep, and the
+//! rayon-compatible `join` / `scope` / `spawn` API. The protocols are
+//! described in `README.md` beside this file.
+
+mod job;
+mod join;
+mod latch;
+mod policy;
+mod pool;
+mod registry;
+mod scope;
+mod sleep;
+
+pub use join::join;
+pub use policy::{ParsePolicyError, Policy};
+pub use pool::{
+    current_num_threads, current_thread_index, spawn, ThreadPool, ThreadPoolBuildError,
+    ThreadPoolBuilder,
+};
+pub use scope::{in_place_scope, scope, Scope};

@@ -1,0 +1,661 @@
+//! The registry: a pool's workers, queues, sleep state and steal plans, and
+//! the worker threads' main loop.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::thread;
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_utils::CachePadded;
+
+use super::job::{HeapJob, JobRef, StackJob};
+use super::latch::{CoreLatch, LockLatch};
+use super::policy::{Policy, Seat, StealPlan, Target};
+use super::pool::{PanicHandler, ThreadPoolBuildError, ThreadPoolBuilder};
+use super::sleep::{Sleep, Wake};
+use crate::numa::{self, CpuSet, Topology};
+
+/// What other threads may touch of a worker.
+pub(crate) struct WorkerInfo {
+    stealer: Stealer<JobRef>,
+    /// Set by a thief that found nothing: "please expose a continuation".
+    /// A hint only (Relaxed): the job itself is published by the deque.
+    request: AtomicBool,
+    /// Whether the worker runs a job (and so may hold private
+    /// continuations). Written only by the worker, on transitions.
+    busy: AtomicBool,
+    seat: Seat,
+    cpu: u32,
+}
+
+/// A pool's shared state.
+pub(crate) struct Registry {
+    workers: Vec<CachePadded<WorkerInfo>>,
+    node_queues: Vec<CachePadded<Injector<JobRef>>>,
+    pub(crate) sleep: Sleep,
+    plans: Vec<StealPlan>,
+    topology: Topology,
+    policy: Policy,
+    /// node index of each OS CPU number, for injection from outside.
+    cpu_node: Vec<Option<usize>>,
+    inject_round_robin: AtomicUsize,
+    /// 1 for the pool handle + 1 per outstanding global spawn.
+    terminate_count: AtomicUsize,
+    terminating: AtomicBool,
+    panic_handler: Option<Box<PanicHandler>>,
+    pinned: bool,
+}
+
+/// A `join` continuation kept private to its worker: a node of an intrusive
+/// list through the stack frames of the pending `join`s, newest first.
+/// Only the owning worker reads or writes it.
+pub(crate) struct PrivateJob {
+    prev: *const PrivateJob,
+    job: JobRef,
+    promoted: Cell<bool>,
+}
+
+impl PrivateJob {
+    /// A node for `job`; link it with [`WorkerThread::push_private`].
+    #[inline(always)]
+    pub(crate) fn new(job: JobRef) -> Self {
+        PrivateJob {
+            prev: std::ptr::null(),
+            job,
+            promoted: Cell::new(false),
+        }
+    }
+
+    /// Whether the job was promoted to the deque (then another worker may
+    /// be running it: wait for its latch).
+    #[inline(always)]
+    pub(crate) fn was_promoted(&self) -> bool {
+        self.promoted.get()
+    }
+}
+
+/// The state of the worker that runs on this thread.
+pub(crate) struct WorkerThread {
+    deque: Worker<JobRef>,
+    /// Newest private continuation (head of the `PrivateJob` list).
+    private_head: Cell<*const PrivateJob>,
+    searching: Cell<bool>,
+    rng: Cell<u64>,
+    index: usize,
+    node: usize,
+    /// `&registry.workers[index]`, cached for the `join` fast path.
+    info: *const WorkerInfo,
+    registry: Arc<Registry>,
+}
+
+thread_local! {
+    static WORKER: Cell<*const WorkerThread> = const { Cell::new(std::ptr::null()) };
+}
+
+static GLOBAL: OnceLock<Arc<Registry>> = OnceLock::new();
+static GLOBAL_INIT: Mutex<()> = Mutex::new(());
+
+/// The global pool's registry, built with the default builder on first use.
+///
+/// # Panics
+/// If the default pool cannot be built (for instance the machine exposes no
+/// NUMA information); the message names the cause and the way out.
+pub(crate) fn global_registry() -> &'static Arc<Registry> {
+    if let Some(r) = GLOBAL.get() {
+        return r;
+    }
+    let _guard = GLOBAL_INIT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = GLOBAL.get() {
+        return r;
+    }
+    match Registry::new(ThreadPoolBuilder::new()) {
+        Ok(r) => GLOBAL.get_or_init(|| r),
+        Err(e) => panic!(
+            "terroir: the global thread pool could not be built: {e}. Configure it \
+             explicitly with ThreadPoolBuilder::new()...build_global() before first use \
+             (e.g. .topology(Topology::single_node()?) on machines without NUMA information)"
+        ),
+    }
+}
+
+/// Installs `builder`'s pool as the global one.
+pub(crate) fn init_global(builder: ThreadPoolBuilder) -> Result<(), ThreadPoolBuildError> {
+    let _guard = GLOBAL_INIT.lock().unwrap_or_else(|e| e.into_inner());
+    if GLOBAL.get().is_some() {
+        return Err(ThreadPoolBuildError::GlobalPoolAlreadyInitialized);
+    }
+    let registry = Registry::new(builder)?;
+    GLOBAL
+        .set(registry)
+        .map_err(|_| ThreadPoolBuildError::GlobalPoolAlreadyInitialized)
+}
+
+/// The order in which workers take PUs: round-robin over nodes, and inside
+/// a node round-robin over its L3 groups, so that `n` workers spread over
+/// the machine and SMT siblings (listed last by Linux) are used last.
+fn pu_order(topo: &Topology) -> Vec<usize> {
+    let per_node: Vec<Vec<usize>> = topo
+        .nodes()
+        .iter()
+        .map(|node| {
+            let groups: Vec<Vec<usize>> = node
+                .l3_groups()
+                .iter()
+                .map(|&g| {
+                    (0..topo.pus().len())
+                        .filter(|&p| topo.pus()[p].l3_group_index() == g)
+                        .collect()
+                })
+                .collect();
+            interleave(groups)
+        })
+        .collect();
+    interleave(per_node)
+}
+
+fn interleave(lists: Vec<Vec<usize>>) -> Vec<usize> {
+    let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+    (0..longest)
+        .flat_map(|i| lists.iter().filter_map(move |l| l.get(i).copied()))
+        .collect()
+}
+
+impl Registry {
+    /// Builds the registry and starts (and, if asked, pins) its workers.
+    pub(crate) fn new(builder: ThreadPoolBuilder) -> Result<Arc<Registry>, ThreadPoolBuildError> {
+        let config = builder.resolve()?;
+        let topo = config.topology;
+        let order = pu_order(&topo);
+        let n = config.num_threads;
+        let pus: Vec<usize> = (0..n).map(|i| order[i % order.len()]).collect();
+        let seats: Vec<Seat> = pus
+            .iter()
+            .map(|&p| Seat {
+                node: topo.pus()[p].node_index(),
+                group: topo.pus()[p].l3_group_index(),
+            })
+            .collect();
+        let deques: Vec<Worker<JobRef>> = (0..n).map(|_| Worker::new_lifo()).collect();
+        let workers = deques
+            .iter()
+            .zip(&pus)
+            .zip(&seats)
+            .map(|((d, &p), &seat)| {
+                CachePadded::new(WorkerInfo {
+                    stealer: d.stealer(),
+                    request: AtomicBool::new(false),
+                    busy: AtomicBool::new(false),
+                    seat,
+                    cpu: topo.pus()[p].os_index(),
+                })
+            })
+            .collect();
+        let plans = (0..n)
+            .map(|w| StealPlan::new(config.policy, &topo, &seats, w))
+            .collect();
+        let max_cpu = topo.pus().iter().map(|p| p.os_index()).max().unwrap_or(0);
+        let mut cpu_node = vec![None; max_cpu as usize + 1];
+        for p in topo.pus() {
+            cpu_node[p.os_index() as usize] = Some(p.node_index());
+        }
+        let registry = Arc::new(Registry {
+            workers,
+            node_queues: topo
+                .nodes()
+                .iter()
+                .map(|_| CachePadded::new(Injector::new()))
+                .collect(),
+            sleep: Sleep::new(seats.iter().map(|s| s.node).collect(), topo.nodes().len()),
+            plans,
+            policy: config.policy,
+            cpu_node,
+            inject_round_robin: AtomicUsize::new(0),
+            terminate_count: AtomicUsize::new(1),
+            terminating: AtomicBool::new(false),
+            panic_handler: config.panic_handler,
+            pinned: config.pin,
+            topology: topo,
+        });
+
+        let (started_tx, started) = mpsc::channel();
+        let mut name = config.thread_name;
+        for (index, deque) in deques.into_iter().enumerate() {
+            let mut b = thread::Builder::new();
+            if let Some(name) = name.as_mut() {
+                b = b.name(name(index));
+            }
+            if let Some(size) = config.stack_size {
+                b = b.stack_size(size);
+            }
+            let reg = Arc::clone(&registry);
+            let tx = started_tx.clone();
+            let spawned = b.spawn(move || {
+                let cpu = reg.workers[index].cpu;
+                let pinned = if reg.pinned {
+                    numa::bind_current_thread(&CpuSet::from_iter([cpu]))
+                } else {
+                    Ok(())
+                };
+                let ok = pinned.is_ok();
+                let _ = tx.send(pinned.map_err(|source| ThreadPoolBuildError::Pin {
+                    worker: index,
+                    cpu,
+                    source,
+                }));
+                drop(tx);
+                if ok {
+                    WorkerThread::run(reg, index, deque);
+                }
+            });
+            if let Err(source) = spawned {
+                registry.terminate();
+                return Err(ThreadPoolBuildError::Spawn {
+                    worker: index,
+                    source,
+                });
+            }
+        }
+        drop(started_tx);
+        for _ in 0..n {
+            match started.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    registry.terminate();
+                    return Err(e);
+                }
+                Err(_) => break,
+            }
+        }
+        Ok(registry)
+    }
+
+    /// Number of workers.
+    pub(crate) fn num_threads(&self) -> usize {
+        self.workers.len()
+    }
+
+    pub(crate) fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    pub(crate) fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.pinned
+    }
+
+    /// OS CPU number of worker `w`'s PU.
+    pub(crate) fn worker_cpu(&self, w: usize) -> u32 {
+        self.workers[w].cpu
+    }
+
+    /// Node index of worker `w`.
+    pub(crate) fn worker_node(&self, w: usize) -> usize {
+        self.workers[w].seat.node
+    }
+
+    /// Pushes a job from outside the pool on the node of the calling CPU
+    /// (round-robin over nodes when the CPU is not in the topology).
+    pub(crate) fn inject(&self, job: JobRef) {
+        // SAFETY: sched_getcpu has no preconditions (vDSO-backed).
+        let cpu = unsafe { libc::sched_getcpu() };
+        let node = usize::try_from(cpu)
+            .ok()
+            .and_then(|c| self.cpu_node.get(c).copied().flatten())
+            .unwrap_or_else(|| {
+                self.inject_round_robin.fetch_add(1, Ordering::Relaxed) % self.node_queues.len()
+            });
+        self.node_queues[node].push(job);
+        self.sleep.new_work(node);
+    }
+
+    /// Runs `op` on a worker of this pool and returns its value: directly
+    /// when called on one, otherwise by injecting it and waiting.
+    pub(crate) fn in_worker<OP, R>(self: &Arc<Self>, op: OP) -> R
+    where
+        OP: FnOnce(&WorkerThread, bool) -> R + Send,
+        R: Send,
+    {
+        match WorkerThread::current() {
+            None => self.in_worker_cold(op),
+            Some(wt) if !Arc::ptr_eq(&wt.registry, self) => self.in_worker_cross(wt, op),
+            Some(wt) => op(wt, false),
+        }
+    }
+
+    #[cold]
+    fn in_worker_cold<OP, R>(self: &Arc<Self>, op: OP) -> R
+    where
+        OP: FnOnce(&WorkerThread, bool) -> R + Send,
+        R: Send,
+    {
+        thread_local!(static LOCK_LATCH: LockLatch = LockLatch::default());
+        LOCK_LATCH.with(|latch| {
+            let job = StackJob::new(
+                |injected| {
+                    let wt = WorkerThread::current().expect("injected job runs on a worker");
+                    op(wt, injected)
+                },
+                latch,
+            );
+            self.inject(job.as_job_ref());
+            latch.wait_and_reset();
+            job.into_result()
+        })
+    }
+
+    #[cold]
+    fn in_worker_cross<OP, R>(self: &Arc<Self>, current: &WorkerThread, op: OP) -> R
+    where
+        OP: FnOnce(&WorkerThread, bool) -> R + Send,
+        R: Send,
+    {
+        let latch = CoreLatch::new(current, true);
+        let job = StackJob::new(
+            |injected| {
+                let wt = WorkerThread::current().expect("injected job runs on a worker");
+                op(wt, injected)
+            },
+            latch,
+        );
+        self.inject(job.as_job_ref());
+        current.wait_until(&job.latch);
+        job.into_result()
+    }
+
+    /// Spawns a `'static` job that the pool keeps alive for (terminate count).
+    pub(crate) fn spawn_static<F: FnOnce() + Send + 'static>(self: &Arc<Self>, f: F) {
+        self.terminate_count.fetch_add(1, Ordering::Relaxed);
+        let registry = Arc::clone(self);
+        let job = HeapJob::new(move || {
+            if let Err(p) = super::job::halt_unwinding(f) {
+                registry.handle_panic(p);
+            }
+            registry.terminate();
+        });
+        // SAFETY: the body is 'static.
+        let job = unsafe { job.into_job_ref() };
+        self.push_or_inject(job);
+    }
+
+    /// Pushes on the current worker's deque when it belongs to this pool,
+    /// otherwise injects.
+    pub(crate) fn push_or_inject(&self, job: JobRef) {
+        match WorkerThread::current() {
+            Some(wt) if std::ptr::eq(Arc::as_ptr(&wt.registry), self) => wt.push(job),
+            _ => self.inject(job),
+        }
+    }
+
+    fn handle_panic(&self, payload: Box<dyn std::any::Any + Send>) {
+        match &self.panic_handler {
+            Some(handler) => {
+                let abort = super::job::AbortIfPanic;
+                handler(payload);
+                abort.disarm();
+            }
+            None => {
+                // rayon's semantics: a panic in a spawned job with no
+                // handler aborts, since nobody could observe it.
+                eprintln!("terroir: a spawned job panicked and the pool has no panic_handler");
+                let _abort = super::job::AbortIfPanic;
+                drop(payload);
+            }
+        }
+    }
+
+    /// Drops one reference to the pool's life; at zero the workers finish
+    /// what is queued and exit.
+    pub(crate) fn terminate(&self) {
+        if self.terminate_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.terminating.store(true, Ordering::SeqCst);
+            self.sleep.wake_all();
+        }
+    }
+}
+
+const SPIN_ROUNDS: u32 = 64;
+const YIELD_AFTER: u32 = 16;
+
+impl WorkerThread {
+    /// The worker running on this thread, if any.
+    #[inline]
+    pub(crate) fn current() -> Option<&'static WorkerThread> {
+        let p = WORKER.with(Cell::get);
+        // SAFETY: WORKER is set to a WorkerThread that lives on this thread's
+        // stack for the whole of `run` and is reset before it is dropped; a
+        // `'static` borrow never escapes this thread (WorkerThread is !Sync).
+        unsafe { p.as_ref() }
+    }
+
+    fn run(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) {
+        let node = registry.workers[index].seat.node;
+        let wt = WorkerThread {
+            deque,
+            private_head: Cell::new(std::ptr::null()),
+            searching: Cell::new(false),
+            rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
+            index,
+            node,
+            info: &*registry.workers[index],
+            registry,
+        };
+        WORKER.with(|c| c.set(&wt));
+        while let Some(job) = wt.wait_for_work(None) {
+            // SAFETY: a job taken from a queue is executed once, by us.
+            unsafe { job.execute() };
+        }
+        WORKER.with(|c| c.set(std::ptr::null()));
+    }
+
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    #[inline]
+    fn info(&self) -> &WorkerInfo {
+        // SAFETY: `info` points into `self.registry.workers`, which lives as
+        // long as the Arc `self.registry` and is never resized.
+        unsafe { &*self.info }
+    }
+
+    /// Pushes a job on this worker's deque, where thieves can take it.
+    pub(crate) fn push(&self, job: JobRef) {
+        self.deque.push(job);
+        self.registry.sleep.new_work(self.node);
+    }
+
+    /// Links `node` as the newest private continuation. It must stay in
+    /// place until [`WorkerThread::pop_private`] unlinks it.
+    #[inline(always)]
+    pub(crate) fn push_private(&self, node: &mut PrivateJob) {
+        node.prev = self.private_head.get();
+        self.private_head.set(node);
+    }
+
+    /// Unlinks `node`, the newest private continuation.
+    #[inline(always)]
+    pub(crate) fn pop_private(&self, node: &PrivateJob) {
+        debug_assert!(std::ptr::eq(self.private_head.get(), node));
+        self.private_head.set(node.prev);
+    }
+
+    /// Serves a thief's request, if any, by promoting the oldest private
+    /// continuation to the deque.
+    #[inline(always)]
+    pub(crate) fn poll(&self) {
+        if self.info().request.load(Ordering::Relaxed) {
+            self.promote();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn promote(&self) {
+        self.info().request.store(false, Ordering::Relaxed);
+        // Promoted nodes form the oldest end of the list: walk to the
+        // oldest one that is still private.
+        let mut oldest: Option<&PrivateJob> = None;
+        let mut p = self.private_head.get();
+        // SAFETY: every node of the list lives in the frame of a `join` of
+        // this thread that has not returned (it unlinks its node first).
+        while let Some(node) = unsafe { p.as_ref() } {
+            if node.promoted.get() {
+                break;
+            }
+            oldest = Some(node);
+            p = node.prev;
+        }
+        if let Some(node) = oldest {
+            node.promoted.set(true);
+            self.push(node.job);
+        }
+    }
+
+    fn next_random(&self) -> usize {
+        // xorshift64
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        x as usize
+    }
+
+    /// One look at every place work could be, in this worker's plan order.
+    fn find_work(&self) -> Option<JobRef> {
+        if let Some(job) = self.deque.pop() {
+            return Some(job);
+        }
+        let reg = &*self.registry;
+        reg.plans[self.index].visit(
+            || self.next_random(),
+            |target| {
+                let steal = || match target {
+                    Target::Worker(v) => reg.workers[v].stealer.steal(),
+                    Target::NodeQueue(q) => reg.node_queues[q].steal(),
+                };
+                loop {
+                    match steal() {
+                        Steal::Success(job) => return Some(job),
+                        Steal::Empty => return None,
+                        Steal::Retry => std::hint::spin_loop(),
+                    }
+                }
+            },
+        )
+    }
+
+    /// Asks the nearest busy worker without a pending request to expose a
+    /// continuation.
+    fn request_work(&self) {
+        let reg = &*self.registry;
+        for v in reg.plans[self.index].workers_in_order() {
+            let info = &reg.workers[v];
+            if info.busy.load(Ordering::Relaxed) && !info.request.load(Ordering::Relaxed) {
+                info.request.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+
+    fn stop_searching(&self) {
+        if self.searching.replace(false) {
+            self.registry.sleep.stop_searching();
+        }
+    }
+
+    /// Finds a job, searching (bounded) and parking when there is none.
+    /// Returns `None` when `latch` is set, or, without a latch, when the
+    /// pool terminates.
+    fn wait_for_work(&self, latch: Option<&CoreLatch>) -> Option<JobRef> {
+        let reg = &*self.registry;
+        let info = self.info();
+        info.busy.store(false, Ordering::Relaxed);
+        info.request.store(false, Ordering::Relaxed);
+        let mut rounds = 0u32;
+        loop {
+            if latch.is_some_and(CoreLatch::probe) {
+                self.stop_searching();
+                info.busy.store(true, Ordering::Relaxed);
+                return None;
+            }
+            if let Some(job) = self.find_work() {
+                if self.searching.replace(false) {
+                    reg.sleep.stop_searching_found_work(self.node);
+                }
+                info.busy.store(true, Ordering::Relaxed);
+                return Some(job);
+            }
+            if latch.is_none() && reg.terminating.load(Ordering::Acquire) {
+                self.stop_searching();
+                return None;
+            }
+            self.request_work();
+            if rounds == 0 && !self.searching.get() {
+                self.searching.set(reg.sleep.try_start_searching());
+            }
+            rounds += 1;
+            if (self.searching.get() || latch.is_some()) && rounds < SPIN_ROUNDS {
+                if rounds < YIELD_AFTER {
+                    for _ in 0..(1u32 << rounds.min(6)) {
+                        std::hint::spin_loop();
+                    }
+                } else {
+                    thread::yield_now();
+                }
+                continue;
+            }
+            let mut found = None;
+            let wake = reg
+                .sleep
+                .park(self.index, self.searching.replace(false), || {
+                    if let Some(l) = latch {
+                        if !l.get_sleepy() {
+                            return true;
+                        }
+                    }
+                    found = self.find_work();
+                    let stay = found.is_some()
+                        || (latch.is_none() && reg.terminating.load(Ordering::SeqCst));
+                    if stay {
+                        if let Some(l) = latch {
+                            l.wake_up();
+                        }
+                    }
+                    stay
+                });
+            if let Some(l) = latch {
+                l.wake_up();
+            }
+            if wake == Some(Wake::AsSearcher) {
+                self.searching.set(true);
+            }
+            if let Some(job) = found {
+                if self.searching.replace(false) {
+                    reg.sleep.stop_searching_found_work(self.node);
+                }
+                info.busy.store(true, Ordering::Relaxed);
+                return Some(job);
+            }
+            rounds = 0;
+        }
+    }
+
+    /// Runs other work until `latch` is set.
+    pub(crate) fn wait_until(&self, latch: &CoreLatch) {
+        while !latch.probe() {
+            if let Some(job) = self.wait_for_work(Some(latch)) {
+                // SAFETY: a job taken from a queue is executed once, by us.
+                unsafe { job.execute() };
+            }
+        }
+    }
+}

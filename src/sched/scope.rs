@@ -1,0 +1,220 @@
+//! `scope` and `in_place_scope`: spawn borrowed work, wait for all of it.
+
+use std::any::Any;
+use std::marker::PhantomData;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Arc;
+
+use super::job::{halt_unwinding, HeapJob};
+use super::latch::{CoreLatch, CountLatch, CountLatchKind, Latch, LockLatch};
+use super::registry::{global_registry, Registry, WorkerThread};
+
+/// A scope in which tasks borrowing from the enclosing stack frame can be
+/// spawned; created by [`scope`](crate::scope) or
+/// [`in_place_scope`](crate::in_place_scope). Same contract as
+/// `rayon::Scope`.
+pub struct Scope<'scope> {
+    registry: Arc<Registry>,
+    /// The first panic of a spawned task (or of the body), rethrown at the end.
+    panic: AtomicPtr<Box<dyn Any + Send + 'static>>,
+    latch: CountLatch,
+    /// Invariant in `'scope`, and neither `Send` nor `Sync` through the
+    /// spawned closures' types.
+    marker: PhantomData<Box<dyn FnOnce(&Scope<'scope>) + Send + Sync + 'scope>>,
+}
+
+/// Creates a scope on a worker of the current pool (the global pool when
+/// called from outside any pool), runs `op` in it, and returns once `op` and
+/// every task spawned in the scope have finished.
+///
+/// # Panics
+/// If `op` or any spawned task panics, the first panic is propagated after
+/// all tasks have finished.
+///
+/// ```
+/// let mut left = 0;
+/// let mut right = 0;
+/// let total = terroir::scope(|s| {
+///     s.spawn(|_| left = (1..=10).sum());
+///     s.spawn(|_| right = (11..=20).sum());
+///     "done"
+/// });
+/// assert_eq!((left + right, total), (210, "done"));
+/// ```
+///
+/// The borrow checker keeps spawned tasks from outliving what they borrow:
+///
+/// ```compile_fail
+/// let s = String::from("short-lived");
+/// terroir::scope(|scope| {
+///     let local = s.clone();
+///     scope.spawn(|_| println!("{}", local)); // `local` dies before the task
+/// });
+/// ```
+pub fn scope<'scope, OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
+{
+    let run = |wt: &WorkerThread, _: bool| {
+        let scope = Scope::new(wt.registry(), Some(wt));
+        scope.complete(Some(wt), || op(&scope))
+    };
+    match WorkerThread::current() {
+        Some(wt) => run(wt, false),
+        None => global_registry().in_worker(run),
+    }
+}
+
+/// Like [`scope`], but runs `op` on the calling thread even when it is not a
+/// worker; spawned tasks go to the current pool (or the global one).
+///
+/// ```
+/// let v = vec![1, 2, 3];
+/// let mut doubled = vec![0; 3];
+/// terroir::in_place_scope(|s| {
+///     for (d, x) in doubled.iter_mut().zip(&v) {
+///         s.spawn(move |_| *d = 2 * x);
+///     }
+/// });
+/// assert_eq!(doubled, [2, 4, 6]);
+/// ```
+pub fn in_place_scope<'scope, OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&Scope<'scope>) -> R,
+{
+    match WorkerThread::current() {
+        Some(wt) => {
+            let scope = Scope::new(wt.registry(), Some(wt));
+            scope.complete(Some(wt), || op(&scope))
+        }
+        None => {
+            let scope = Scope::new(global_registry(), None);
+            scope.complete(None, || op(&scope))
+        }
+    }
+}
+
+/// A `Send` raw pointer to a scope, for the spawned jobs.
+struct ScopePtr<T>(*const T);
+// SAFETY: the scope waits for every job it spawned before it is dropped, and
+// a scope is only accessed through `&` (its fields are Sync).
+unsafe impl<T> Send for ScopePtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for ScopePtr<T> {}
+
+impl<'scope> Scope<'scope> {
+    pub(crate) fn new(registry: &Arc<Registry>, owner: Option<&WorkerThread>) -> Self {
+        let kind = match owner {
+            Some(wt) => CountLatchKind::Stealing(CoreLatch::new(wt, false)),
+            None => CountLatchKind::Blocking(LockLatch::default()),
+        };
+        Scope {
+            registry: Arc::clone(registry),
+            panic: AtomicPtr::new(ptr::null_mut()),
+            latch: CountLatch::new(kind),
+            marker: PhantomData,
+        }
+    }
+
+    /// Spawns `body` into the scope's pool. It may borrow anything that
+    /// outlives the scope; the scope waits for it.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let count = AtomicUsize::new(0);
+    /// terroir::scope(|s| {
+    ///     for _ in 0..100 {
+    ///         s.spawn(|s| {
+    ///             count.fetch_add(1, Ordering::Relaxed);
+    ///             s.spawn(|_| { count.fetch_add(1, Ordering::Relaxed); });
+    ///         });
+    ///     }
+    /// });
+    /// assert_eq!(count.into_inner(), 200);
+    /// ```
+    pub fn spawn<BODY>(&self, body: BODY)
+    where
+        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        let scope = ScopePtr(self as *const Self);
+        let job = HeapJob::new(move || {
+            let scope = scope;
+            // SAFETY: the scope outlives its jobs: `complete` waits for the
+            // count latch that this job decrements last.
+            let scope = unsafe { &*scope.0 };
+            if let Err(p) = halt_unwinding(|| body(scope)) {
+                scope.job_panicked(p);
+            }
+            // SAFETY: the latch lives in the scope, alive until it reaches 0.
+            unsafe { CountLatch::set(&scope.latch) };
+        });
+        self.latch.increment();
+        // SAFETY: the job borrows only `'scope` data and the scope, both
+        // alive until the count latch (which it decrements) reaches zero.
+        let job = unsafe { job.into_job_ref() };
+        self.registry.push_or_inject(job);
+    }
+
+    fn job_panicked(&self, payload: Box<dyn Any + Send + 'static>) {
+        let boxed = Box::into_raw(Box::new(payload));
+        // AcqRel: the panic box is published to the thread that rethrows it.
+        if self
+            .panic
+            .compare_exchange(ptr::null_mut(), boxed, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // Not the first panic: drop it.
+            // SAFETY: `boxed` came from Box::into_raw just above and was not
+            // published.
+            drop(unsafe { Box::from_raw(boxed) });
+        }
+    }
+
+    /// Runs the body, waits for all spawned jobs, rethrows the first panic.
+    fn complete<R>(&self, owner: Option<&WorkerThread>, body: impl FnOnce() -> R) -> R {
+        let result = match halt_unwinding(body) {
+            Ok(r) => Some(r),
+            Err(p) => {
+                self.job_panicked(p);
+                None
+            }
+        };
+        // SAFETY: the latch is alive (we own the scope); this is the body's
+        // own count.
+        unsafe { CountLatch::set(&self.latch) };
+        match (self.latch.kind(), owner) {
+            (CountLatchKind::Stealing(l), Some(wt)) => wt.wait_until(l),
+            (CountLatchKind::Blocking(l), _) => l.wait_and_reset(),
+            (CountLatchKind::Stealing(_), None) => unreachable!("stealing latch without owner"),
+        }
+        let panic = self.panic.swap(ptr::null_mut(), Ordering::Acquire);
+        if !panic.is_null() {
+            // SAFETY: a non-null pointer was published by `job_panicked`
+            // from Box::into_raw, and the swap gives it to us alone.
+            let payload = unsafe { Box::from_raw(panic) };
+            std::panic::resume_unwind(*payload);
+        }
+        result.expect("scope body completed without panicking")
+    }
+}
+
+impl Drop for Scope<'_> {
+    fn drop(&mut self) {
+        let panic = *self.panic.get_mut();
+        if !panic.is_null() {
+            // SAFETY: as in `complete`; reached only if `complete` itself
+            // unwound before taking the panic.
+            drop(unsafe { Box::from_raw(panic) });
+        }
+    }
+}
+
+impl std::fmt::Debug for Scope<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scope")
+            .field("num_threads", &self.registry.num_threads())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,330 @@
+//! Idle workers: bounded searching, parking, and waking.
+//!
+//! The protocol (with the race it avoids) is walked through in `README.md`
+//! beside this file. In short: one atomic word counts searching and sleeping
+//! workers; a producer publishes work, issues a SeqCst fence and reads the
+//! word; a worker about to park registers (under the idle-list mutex, with a
+//! SeqCst read-modify-write of the word) and then looks at every queue once
+//! more. One of the two always sees the other.
+
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+const ONE_SEARCHING: u64 = 1;
+const ONE_SLEEPING: u64 = 1 << 32;
+
+fn searching(state: u64) -> u64 {
+    state & 0xffff_ffff
+}
+
+fn sleeping(state: u64) -> u64 {
+    state >> 32
+}
+
+/// How a parked worker was woken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// For new work: the waker counted the worker as searching.
+    AsSearcher,
+    /// For something else (its latch was set, termination): not counted.
+    Plain,
+}
+
+#[derive(Default)]
+struct ParkState {
+    notified: bool,
+    as_searcher: bool,
+}
+
+/// One worker's place to park.
+#[derive(Default)]
+struct Parker {
+    state: Mutex<ParkState>,
+    cv: Condvar,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding these locks cannot leave their data half-written
+    // (plain flag and index writes), so poisoning is ignored.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Parker {
+    fn unpark(&self, wake: Wake) {
+        let mut s = lock(&self.state);
+        s.notified = true;
+        s.as_searcher |= wake == Wake::AsSearcher;
+        self.cv.notify_one();
+    }
+
+    fn park(&self) -> Wake {
+        let mut s = lock(&self.state);
+        while !s.notified {
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.notified = false;
+        if std::mem::take(&mut s.as_searcher) {
+            Wake::AsSearcher
+        } else {
+            Wake::Plain
+        }
+    }
+}
+
+/// The sleep state of a pool.
+pub(crate) struct Sleep {
+    /// Low 32 bits: searching workers; high 32 bits: sleeping workers.
+    state: AtomicU64,
+    /// Sleeping workers by node index; the source of truth for who sleeps.
+    idle: Mutex<Vec<Vec<usize>>>,
+    parkers: Vec<Parker>,
+    worker_node: Vec<usize>,
+}
+
+impl Sleep {
+    pub(crate) fn new(worker_node: Vec<usize>, nodes: usize) -> Sleep {
+        Sleep {
+            state: AtomicU64::new(0),
+            idle: Mutex::new(vec![Vec::new(); nodes]),
+            parkers: worker_node.iter().map(|_| Parker::default()).collect(),
+            worker_node,
+        }
+    }
+
+    /// Becomes a searcher if fewer than half of the workers (at least one)
+    /// are searching.
+    pub(crate) fn try_start_searching(&self) -> bool {
+        let limit = (self.parkers.len() as u64).div_ceil(2).max(1);
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if searching(s) >= limit {
+                return false;
+            }
+            match self.state.compare_exchange_weak(
+                s,
+                s + ONE_SEARCHING,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    /// A searcher found work. If it was the last searcher and workers sleep,
+    /// wake one to keep looking: where there was one job there may be more.
+    pub(crate) fn stop_searching_found_work(&self, node: usize) {
+        let prev = self.state.fetch_sub(ONE_SEARCHING, Ordering::SeqCst);
+        debug_assert!(searching(prev) > 0);
+        if searching(prev) == 1 && sleeping(prev) > 0 {
+            self.wake_one(node);
+        }
+    }
+
+    /// A searcher stops for another reason (its latch was set, the pool
+    /// terminates): nothing to hand over.
+    pub(crate) fn stop_searching(&self) {
+        let prev = self.state.fetch_sub(ONE_SEARCHING, Ordering::SeqCst);
+        debug_assert!(searching(prev) > 0);
+    }
+
+    /// New work was published (pushed to a deque or queue) for `node`.
+    ///
+    /// ## Memory ordering
+    /// The SeqCst fence orders the caller's push before the read of the
+    /// state word; it pairs with the SeqCst read-modify-write in
+    /// [`Sleep::park`] (see README.md).
+    #[inline]
+    pub(crate) fn new_work(&self, node: usize) {
+        fence(Ordering::SeqCst);
+        let s = self.state.load(Ordering::Relaxed);
+        if searching(s) == 0 && sleeping(s) > 0 {
+            self.wake_one(node);
+        }
+    }
+
+    /// Wakes one sleeper, preferring `node`'s, as a searcher.
+    #[cold]
+    fn wake_one(&self, node: usize) {
+        let woken = {
+            let mut idle = lock(&self.idle);
+            let preferred = idle.get_mut(node).and_then(Vec::pop);
+            let w = preferred.or_else(|| idle.iter_mut().find_map(Vec::pop));
+            if w.is_some() {
+                self.state
+                    .fetch_add(ONE_SEARCHING.wrapping_sub(ONE_SLEEPING), Ordering::SeqCst);
+            }
+            w
+        };
+        if let Some(w) = woken {
+            self.parkers[w].unpark(Wake::AsSearcher);
+        }
+    }
+
+    /// Wakes worker `w` if it sleeps (its latch was set).
+    pub(crate) fn wake_specific(&self, w: usize) {
+        let was_idle = {
+            let mut idle = lock(&self.idle);
+            let list = &mut idle[self.worker_node[w]];
+            match list.iter().position(|&x| x == w) {
+                Some(i) => {
+                    list.swap_remove(i);
+                    self.state.fetch_sub(ONE_SLEEPING, Ordering::SeqCst);
+                    true
+                }
+                None => false,
+            }
+        };
+        if was_idle {
+            self.parkers[w].unpark(Wake::Plain);
+        }
+    }
+
+    /// Wakes every sleeper (termination).
+    pub(crate) fn wake_all(&self) {
+        let all: Vec<usize> = {
+            let mut idle = lock(&self.idle);
+            let all: Vec<usize> = idle.iter_mut().flat_map(std::mem::take).collect();
+            self.state
+                .fetch_sub(all.len() as u64 * ONE_SLEEPING, Ordering::SeqCst);
+            all
+        };
+        for w in all {
+            self.parkers[w].unpark(Wake::Plain);
+        }
+    }
+
+    /// Parks worker `w` unless `should_stay_awake` (called after the worker
+    /// is registered as sleeping) says there is a reason not to. `searching`
+    /// says whether `w` currently counts as a searcher; it stops counting.
+    ///
+    /// Returns how the worker was woken, or `None` if it did not park and
+    /// nobody woke it. With `Some(Wake::AsSearcher)` the worker counts as a
+    /// searcher again.
+    pub(crate) fn park(
+        &self,
+        w: usize,
+        searching: bool,
+        should_stay_awake: impl FnOnce() -> bool,
+    ) -> Option<Wake> {
+        {
+            let mut idle = lock(&self.idle);
+            idle[self.worker_node[w]].push(w);
+            let delta = if searching {
+                ONE_SLEEPING.wrapping_sub(ONE_SEARCHING)
+            } else {
+                ONE_SLEEPING
+            };
+            // SeqCst read-modify-write: pairs with the fence in `new_work`.
+            self.state.fetch_add(delta, Ordering::SeqCst);
+        }
+        fence(Ordering::SeqCst);
+        if should_stay_awake() {
+            let still_idle = {
+                let mut idle = lock(&self.idle);
+                let list = &mut idle[self.worker_node[w]];
+                match list.iter().position(|&x| x == w) {
+                    Some(i) => {
+                        list.swap_remove(i);
+                        self.state.fetch_sub(ONE_SLEEPING, Ordering::SeqCst);
+                        true
+                    }
+                    None => false,
+                }
+            };
+            if still_idle {
+                return None;
+            }
+            // Someone already took us off the idle list and is about to
+            // unpark us: consume that wake-up so accounting stays exact.
+        }
+        Some(self.parkers[w].park())
+    }
+
+    /// (searching, sleeping) counts, for tests and statistics.
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        let s = self.state.load(Ordering::SeqCst);
+        (searching(s), sleeping(s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn searcher_limit_is_half_the_workers() {
+        let sleep = Sleep::new(vec![0; 4], 1);
+        assert!(sleep.try_start_searching());
+        assert!(sleep.try_start_searching());
+        assert!(!sleep.try_start_searching());
+        assert_eq!(sleep.counts(), (2, 0));
+        let one = Sleep::new(vec![0], 1);
+        assert!(one.try_start_searching());
+        assert!(!one.try_start_searching());
+    }
+
+    #[test]
+    fn new_work_wakes_a_sleeper_of_the_preferred_node_as_searcher() {
+        let sleep = Arc::new(Sleep::new(vec![0, 1, 1], 2));
+        let s2 = Arc::clone(&sleep);
+        let t = std::thread::spawn(move || s2.park(2, false, || false));
+        while sleep.counts().1 == 0 {
+            std::thread::yield_now();
+        }
+        sleep.new_work(1);
+        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+        assert_eq!(sleep.counts(), (1, 0));
+    }
+
+    #[test]
+    fn no_wake_while_someone_searches() {
+        let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
+        assert!(sleep.try_start_searching());
+        let s2 = Arc::clone(&sleep);
+        let t = std::thread::spawn(move || s2.park(1, false, || false));
+        while sleep.counts().1 == 0 {
+            std::thread::yield_now();
+        }
+        sleep.new_work(0);
+        assert_eq!(sleep.counts(), (1, 1), "a searcher exists: nobody is woken");
+        // The searcher finds the work and, being the last, wakes the sleeper.
+        sleep.stop_searching_found_work(0);
+        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+    }
+
+    #[test]
+    fn staying_awake_undoes_the_registration() {
+        let sleep = Sleep::new(vec![0], 1);
+        assert!(sleep.try_start_searching());
+        assert_eq!(sleep.park(0, true, || true), None);
+        assert_eq!(sleep.counts(), (0, 0));
+    }
+
+    #[test]
+    fn wake_specific_and_wake_all() {
+        let sleep = Arc::new(Sleep::new(vec![0, 0, 0], 1));
+        let threads: Vec<_> = (0..3)
+            .map(|w| {
+                let s = Arc::clone(&sleep);
+                std::thread::spawn(move || s.park(w, false, || false))
+            })
+            .collect();
+        while sleep.counts().1 < 3 {
+            std::thread::yield_now();
+        }
+        sleep.wake_specific(1);
+        sleep.wake_specific(1); // not idle any more: no effect
+        while sleep.counts().1 != 2 {
+            std::thread::yield_now();
+        }
+        sleep.wake_all();
+        for t in threads {
+            assert_eq!(t.join().unwrap(), Some(Wake::Plain));
+        }
+        assert_eq!(sleep.counts(), (0, 0));
+    }
+}
