@@ -1,4 +1,49 @@
-//! terroir: a NUMA-aware work-stealing runtime.
+//! # terroir
+//!
+//! A work-stealing runtime for task-parallel programs on NUMA machines, with
+//! the API of `rayon-core`: [`join`], [`scope`], [`spawn`], [`ThreadPool`] and
+//! [`ThreadPoolBuilder`] have rayon-core's names and semantics, so switching
+//! is an import change.
+//!
+//! What terroir adds:
+//!
+//! - **Topology** ([`numa::Topology`]): NUMA nodes, last-level-cache groups,
+//!   processing units and the node distance matrix, from Linux sysfs (or
+//!   hwloc with the `hwloc` feature), restricted to the CPUs the process may
+//!   use. Described topologies (builder, sysfs trees) make the scheduling
+//!   logic testable on any machine.
+//! - **Pinned workers, grouped by node**, each with its own deque, and one
+//!   shared queue per NUMA node.
+//! - **Hierarchical stealing** ([`Policy::Hierarchical`]): an idle worker
+//!   looks in its own node's queue, then at workers sharing its L3 cache,
+//!   then its node, then other nodes nearest first. [`Policy::Flat`] is the
+//!   locality-oblivious baseline, for comparison.
+//! - **Cheap `join`**: the continuation stays private until an idle worker
+//!   asks for work, so a fork-join program pays no deque operation per join
+//!   (see `src/sched/README.md`).
+//!
+//! ```
+//! use terroir::{Policy, ThreadPoolBuilder};
+//!
+//! fn sum(v: &[u64]) -> u64 {
+//!     if v.len() <= 1024 {
+//!         return v.iter().sum();
+//!     }
+//!     let (l, r) = v.split_at(v.len() / 2);
+//!     let (a, b) = terroir::join(|| sum(l), || sum(r));
+//!     a + b
+//! }
+//!
+//! let pool = ThreadPoolBuilder::new()
+//!     .policy(Policy::Hierarchical)
+//!     .build()
+//!     .expect("topology discovery or worker start failed");
+//! let data: Vec<u64> = (0..1_000_000).collect();
+//! assert_eq!(pool.install(|| sum(&data)), 499_999_500_000);
+//! println!("{}", pool.topology());
+//! ```
+//!
+//! terroir runs on Linux (it reads sysfs and calls `sched_setaffinity`).
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
