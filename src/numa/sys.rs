@@ -83,6 +83,15 @@ pub(crate) fn getcpu() -> Result<(u32, u32), NumaError> {
     Ok((cpu, node))
 }
 
+/// The CPU the calling thread runs on, through the vDSO (`sched_getcpu`,
+/// no system call); `None` if the C library cannot tell.
+#[inline]
+pub(crate) fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu has no preconditions; it returns -1 on failure.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u32::try_from(cpu).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

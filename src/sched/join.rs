@@ -30,6 +30,14 @@ use super::registry::{global_registry, PrivateJob, WorkerThread};
 /// }
 /// assert_eq!(fib(20), 6765);
 /// ```
+///
+/// The two closures may run at the same time, so they cannot both borrow
+/// the same data mutably:
+///
+/// ```compile_fail
+/// let mut v = vec![1, 2, 3];
+/// terroir::join(|| v.push(4), || v.push(5));
+/// ```
 pub fn join<A, B, RA, RB>(oper_a: A, oper_b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,

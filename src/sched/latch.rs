@@ -189,8 +189,11 @@ impl Latch for CountLatch {
         // the inner latch publishes to the waiter.
         if unsafe { (*this).counter.fetch_sub(1, Ordering::AcqRel) } == 1 {
             // SAFETY: the inner latch lives inside `*this`, alive until set.
-            match unsafe { &(*this).kind } {
+            let kind = unsafe { &(*this).kind };
+            match kind {
+                // SAFETY: a live latch, set once (the count reached zero once).
                 CountLatchKind::Stealing(l) => unsafe { CoreLatch::set(l) },
+                // SAFETY: as above.
                 CountLatchKind::Blocking(l) => unsafe { LockLatch::set(l) },
             }
         }

@@ -300,11 +300,8 @@ impl Registry {
     /// Pushes a job from outside the pool on the node of the calling CPU
     /// (round-robin over nodes when the CPU is not in the topology).
     pub(crate) fn inject(&self, job: JobRef) {
-        // SAFETY: sched_getcpu has no preconditions (vDSO-backed).
-        let cpu = unsafe { libc::sched_getcpu() };
-        let node = usize::try_from(cpu)
-            .ok()
-            .and_then(|c| self.cpu_node.get(c).copied().flatten())
+        let node = numa::sys::current_cpu()
+            .and_then(|c| self.cpu_node.get(c as usize).copied().flatten())
             .unwrap_or_else(|| {
                 self.inject_round_robin.fetch_add(1, Ordering::Relaxed) % self.node_queues.len()
             });

@@ -21,8 +21,11 @@ pub struct Scope<'scope> {
     latch: CountLatch,
     /// Invariant in `'scope`, and neither `Send` nor `Sync` through the
     /// spawned closures' types.
-    marker: PhantomData<Box<dyn FnOnce(&Scope<'scope>) + Send + Sync + 'scope>>,
+    marker: PhantomData<ScopeMarker<'scope>>,
 }
+
+/// The variance and auto-trait marker of [`Scope`] (as in rayon-core).
+type ScopeMarker<'scope> = Box<dyn FnOnce(&Scope<'scope>) + Send + Sync + 'scope>;
 
 /// Creates a scope on a worker of the current pool (the global pool when
 /// called from outside any pool), runs `op` in it, and returns once `op` and
@@ -133,6 +136,15 @@ impl<'scope> Scope<'scope> {
     ///     }
     /// });
     /// assert_eq!(count.into_inner(), 200);
+    /// ```
+    ///
+    /// A task may run on another thread, so what it captures must be `Send`:
+    ///
+    /// ```compile_fail
+    /// let rc = std::rc::Rc::new(1);
+    /// terroir::scope(|s| {
+    ///     s.spawn(move |_| println!("{}", rc));
+    /// });
     /// ```
     pub fn spawn<BODY>(&self, body: BODY)
     where
