@@ -476,8 +476,8 @@ fn no_numa_is_no_numa_info() {
 // ---------------------------------------------------------------- this machine
 
 /// `detect()` is `/sys` restricted to the CPUs this process may run on, on
-/// any machine.
-#[cfg(all(target_os = "linux", not(feature = "hwloc")))]
+/// any machine; with the `hwloc` feature, hwloc must agree with sysfs.
+#[cfg(target_os = "linux")]
 #[test]
 fn detect_is_sysfs_restricted_to_affinity() {
     let allowed = allowed_cpus().unwrap();
@@ -486,7 +486,12 @@ fn detect_is_sysfs_restricted_to_affinity() {
             let expected = sys.restrict(&allowed).unwrap();
             let t = Topology::detect().unwrap();
             check_consistent(&t);
-            assert_eq!(t.source(), &TopologySource::Sysfs);
+            let source = if cfg!(feature = "hwloc") {
+                TopologySource::Hwloc
+            } else {
+                TopologySource::Sysfs
+            };
+            assert_eq!(t.source(), &source);
             assert!(t.is_this_machine());
             assert_eq!(t.nodes(), expected.nodes());
             assert_eq!(t.l3_groups(), expected.l3_groups());
@@ -494,6 +499,10 @@ fn detect_is_sysfs_restricted_to_affinity() {
             assert_eq!(matrix(&t), matrix(&expected));
             let pus: CpuSet = t.pus().iter().map(|p| p.os_index()).collect();
             assert_eq!(pus.intersection(&allowed), pus);
+        }
+        Err(NumaError::NoNumaInfo { .. }) if cfg!(feature = "hwloc") => {
+            // hwloc models a machine without NUMA information as one node.
+            assert_eq!(Topology::detect().unwrap().nodes().len(), 1);
         }
         Err(NumaError::NoNumaInfo { .. }) => {
             let err = Topology::detect().unwrap_err();

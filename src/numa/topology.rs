@@ -177,6 +177,38 @@ impl Topology {
         super::sysfs::read(root, TopologySource::SysfsTree(root.to_path_buf()))
     }
 
+    /// A described topology from an hwloc synthetic description such as
+    /// `"pack:2 numa:1 l3:2 core:2 pu:2"` (the `hwloc` feature). Synthetic
+    /// descriptions carry no distances: nodes get 10 to themselves and 20 to
+    /// each other. The result is never [`Topology::is_this_machine`]: hwloc
+    /// reports binding on synthetic topologies as success while doing nothing.
+    ///
+    /// ```
+    /// # #[cfg(feature = "hwloc")] {
+    /// let topo = terroir::numa::Topology::from_hwloc_synthetic("pack:2 l3:2 core:2 pu:1").unwrap();
+    /// assert_eq!(topo.nodes().len(), 2);
+    /// assert_eq!(topo.l3_groups().len(), 4);
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`NumaError::Hwloc`] naming the description hwloc rejected.
+    #[cfg(feature = "hwloc")]
+    pub fn from_hwloc_synthetic(description: &str) -> Result<Topology, NumaError> {
+        super::hwloc::from_synthetic(description)
+    }
+
+    /// A described topology from an hwloc XML export (`lstopo foo.xml`), for
+    /// reproducing another machine (the `hwloc` feature). Never
+    /// [`Topology::is_this_machine`].
+    ///
+    /// # Errors
+    /// [`NumaError::Hwloc`] naming the file hwloc could not load.
+    #[cfg(feature = "hwloc")]
+    pub fn from_hwloc_xml(path: impl AsRef<Path>) -> Result<Topology, NumaError> {
+        super::hwloc::from_xml_file(path.as_ref())
+    }
+
     /// Every CPU this process may run on, as one node (node 0) with one
     /// cache group: for machines without NUMA information, chosen explicitly
     /// by the caller.
