@@ -1,1 +1,276 @@
-fn main() {}
+//! Fork-join overhead: terroir against rayon and against plain sequential
+//! code, on two threads, in the same run.
+//!
+//! Workloads (each one criterion group, so the runners print together):
+//!
+//! - `fib_32`: `fib(32)` with a `join` on every call (leaves at `n < 2`),
+//!   about 3.5 M joins of almost no work each: this measures the cost of a
+//!   join and little else.
+//! - `tree_sum_1023`: the sum of a pointer-based binary tree of 1,023 boxed
+//!   nodes (depth 10), a `join` per inner node. One iteration takes a few
+//!   microseconds, so the cost of `install` (handing the job to a pool
+//!   worker, waking it, waiting for the result) weighs as much as the joins.
+//! - `tree_sum_16777215`: the same on 2^24 - 1 nodes (~540 MB of boxed
+//!   nodes, built once before benchmarking): join overhead plus pointer
+//!   chasing through memory far larger than the caches. This is the tree of
+//!   chili's benchmark, closer to what users do than an implicit array.
+//!
+//! Runners, for each workload:
+//!
+//! - `sequential`: the same recursion with the join replaced by two calls;
+//! - `terroir/<policy>` for each policy of [`Policy::ALL`]: a pool built
+//!   with `num_threads(2)` and that policy, entered with `pool.install`;
+//! - `rayon`: `rayon::ThreadPoolBuilder::new().num_threads(2)`, entered with
+//!   `pool.install`.
+//!
+//! The three implementations share one generic recursion (see [`Joiner`]),
+//! so they differ only in what `join` does. Before benchmarking, every runner
+//! computes each workload once and the result is asserted equal to the
+//! sequential one.
+//!
+//! Run it with:
+//!
+//! ```text
+//! CARGO_TARGET_DIR=/tmp/target-bench cargo bench --bench overhead
+//! CARGO_TARGET_DIR=/tmp/target-bench cargo bench --bench overhead -- fib_32   # one group
+//! ```
+//!
+//! Sample sizes and measurement times are set per group so that the whole
+//! run takes a couple of minutes on a 2-core machine.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
+use terroir::Policy;
+
+const FIB_N: u64 = 32;
+const SMALL_TREE_DEPTH: u32 = 10; // 1,023 nodes
+const LARGE_TREE_DEPTH: u32 = 24; // 16,777,215 nodes
+const THREADS: usize = 2;
+
+/// The `join` a workload uses: sequential, terroir's or rayon's.
+trait Joiner {
+    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send;
+}
+
+struct Sequential;
+impl Joiner for Sequential {
+    #[inline(always)]
+    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        (a(), b())
+    }
+}
+
+struct Terroir;
+impl Joiner for Terroir {
+    #[inline(always)]
+    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        terroir::join(a, b)
+    }
+}
+
+struct Rayon;
+impl Joiner for Rayon {
+    #[inline(always)]
+    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        rayon::join(a, b)
+    }
+}
+
+/// `fib(n)` with a join on every call with `n >= 2`.
+fn fib<J: Joiner>(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = J::join(|| fib::<J>(n - 1), || fib::<J>(n - 2));
+    a + b
+}
+
+/// A boxed binary-tree node.
+struct Node {
+    value: u64,
+    left: Option<Box<Node>>,
+    right: Option<Box<Node>>,
+}
+
+/// A complete tree of `depth` levels (`2^depth - 1` nodes) whose values are
+/// `0, 1, 2, ...` in preorder, so the sum is `n (n - 1) / 2`.
+fn build_tree(depth: u32) -> Box<Node> {
+    fn build(depth: u32, next: &mut u64) -> Box<Node> {
+        let value = *next;
+        *next += 1;
+        let (left, right) = if depth > 1 {
+            (Some(build(depth - 1, next)), Some(build(depth - 1, next)))
+        } else {
+            (None, None)
+        };
+        Box::new(Node { value, left, right })
+    }
+    assert!(depth >= 1);
+    build(depth, &mut 0)
+}
+
+/// The sum of the values of the tree, with a join on every node.
+fn tree_sum<J: Joiner>(node: &Node) -> u64 {
+    let (l, r) = J::join(
+        || node.left.as_deref().map_or(0, tree_sum::<J>),
+        || node.right.as_deref().map_or(0, tree_sum::<J>),
+    );
+    node.value + l + r
+}
+
+fn terroir_pool(policy: Policy) -> terroir::ThreadPool {
+    terroir::ThreadPoolBuilder::new()
+        .num_threads(THREADS)
+        .policy(policy)
+        .build()
+        .unwrap_or_else(|e| panic!("cannot build terroir pool ({policy}): {e}"))
+}
+
+fn rayon_pool() -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(THREADS)
+        .build()
+        .expect("cannot build rayon pool")
+}
+
+/// Benchmarks one workload under every runner, as one criterion group.
+///
+/// `work` is the workload written against a [`Joiner`]; `configure` sets
+/// the group's sample size and times.
+fn bench_workload<W>(
+    c: &mut Criterion,
+    name: &str,
+    pools: &Pools,
+    configure: impl FnOnce(&mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>),
+    work: W,
+) where
+    W: Workload,
+{
+    // Check every runner against the sequential result once.
+    let expected = work.run::<Sequential>();
+    for (policy, pool) in &pools.terroir {
+        let got = pool.install(|| work.run::<Terroir>());
+        assert_eq!(got, expected, "{name}: terroir/{policy} disagrees");
+    }
+    let got = pools.rayon.install(|| work.run::<Rayon>());
+    assert_eq!(got, expected, "{name}: rayon disagrees");
+
+    let mut group = c.benchmark_group(name);
+    configure(&mut group);
+    group.bench_function("sequential", |b| {
+        b.iter(|| black_box(work.run::<Sequential>()))
+    });
+    for (policy, pool) in &pools.terroir {
+        group.bench_function(format!("terroir/{policy}"), |b| {
+            b.iter(|| black_box(pool.install(|| work.run::<Terroir>())))
+        });
+    }
+    group.bench_function("rayon", |b| {
+        b.iter(|| black_box(pools.rayon.install(|| work.run::<Rayon>())))
+    });
+    group.finish();
+}
+
+/// A workload that can run under any [`Joiner`].
+trait Workload: Sync {
+    fn run<J: Joiner>(&self) -> u64;
+}
+
+struct Fib(u64);
+impl Workload for Fib {
+    fn run<J: Joiner>(&self) -> u64 {
+        fib::<J>(black_box(self.0))
+    }
+}
+
+struct TreeSum<'a>(&'a Node);
+impl Workload for TreeSum<'_> {
+    fn run<J: Joiner>(&self) -> u64 {
+        tree_sum::<J>(black_box(self.0))
+    }
+}
+
+struct Pools {
+    terroir: Vec<(Policy, terroir::ThreadPool)>,
+    rayon: rayon::ThreadPool,
+}
+
+fn overhead(c: &mut Criterion) {
+    let pools = Pools {
+        terroir: Policy::ALL.iter().map(|&p| (p, terroir_pool(p))).collect(),
+        rayon: rayon_pool(),
+    };
+
+    // ~3.5 M joins per iteration; tens of ms per iteration in parallel.
+    bench_workload(
+        c,
+        &format!("fib_{FIB_N}"),
+        &pools,
+        |g| {
+            g.sample_size(30)
+                .warm_up_time(Duration::from_secs(1))
+                .measurement_time(Duration::from_secs(5))
+                .sampling_mode(SamplingMode::Flat);
+        },
+        Fib(FIB_N),
+    );
+
+    // Microseconds per iteration: criterion's defaults, shorter times.
+    let small = build_tree(SMALL_TREE_DEPTH);
+    bench_workload(
+        c,
+        &format!("tree_sum_{}", (1u64 << SMALL_TREE_DEPTH) - 1),
+        &pools,
+        |g| {
+            g.sample_size(100)
+                .warm_up_time(Duration::from_secs(1))
+                .measurement_time(Duration::from_secs(3));
+        },
+        TreeSum(&small),
+    );
+    drop(small);
+
+    // Tens to hundreds of ms per iteration: few samples, flat sampling.
+    let large = build_tree(LARGE_TREE_DEPTH);
+    bench_workload(
+        c,
+        &format!("tree_sum_{}", (1u64 << LARGE_TREE_DEPTH) - 1),
+        &pools,
+        |g| {
+            g.sample_size(15)
+                .warm_up_time(Duration::from_secs(2))
+                .measurement_time(Duration::from_secs(10))
+                .sampling_mode(SamplingMode::Flat);
+        },
+        TreeSum(&large),
+    );
+    drop(large);
+}
+
+criterion_group!(benches, overhead);
+criterion_main!(benches);
