@@ -48,6 +48,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod numa;
+pub mod pool;
 pub mod sched;
 
 pub use sched::{

@@ -53,6 +53,59 @@ pub enum NumaError {
         /// The OS error.
         source: io::Error,
     },
+    /// A memory policy names a node this process may not allocate on: it
+    /// does not exist, or the cgroup cpuset (`mems_allowed`) excludes it.
+    NodeNotAllowed {
+        /// The node asked for.
+        node: super::NodeId,
+        /// The nodes this process may allocate on.
+        allowed: super::NodeSet,
+    },
+    /// A `Bind` or `Interleave` policy with no node.
+    EmptyNodeSet {
+        /// The policy (`"bind"` or `"interleave"`).
+        policy: &'static str,
+    },
+    /// A region of zero bytes was given where pages are needed.
+    EmptyRegion {
+        /// The operation.
+        call: &'static str,
+    },
+    /// Part of the region is not mapped in this process (`EFAULT`, or
+    /// `ENOMEM` from `mbind` on an unmapped hole).
+    NotMapped {
+        /// The operation.
+        call: &'static str,
+        /// First byte of the region.
+        addr: usize,
+        /// Length of the region in bytes.
+        len: usize,
+    },
+    /// The kernel refused for lack of privilege (`EPERM`), e.g. moving pages
+    /// of another process or `MPOL_MF_MOVE_ALL` without `CAP_SYS_NICE`.
+    NotPermitted {
+        /// The operation, with its arguments.
+        call: String,
+    },
+    /// This kernel does not support the call (`ENOSYS`: built without
+    /// `CONFIG_NUMA`, or a seccomp filter refuses it).
+    NotSupported {
+        /// The system call.
+        call: &'static str,
+    },
+    /// The kernel ran out of memory on the requested nodes.
+    OutOfMemory {
+        /// The operation, with its arguments.
+        call: String,
+    },
+    /// `MPOL_MF_STRICT`: some pages of the region are not on the policy's
+    /// nodes and could not be moved there (`EIO`).
+    StrictViolation {
+        /// First byte of the region.
+        addr: usize,
+        /// Length of the region in bytes.
+        len: usize,
+    },
     /// The hwloc backend failed (only with the `hwloc` feature).
     Hwloc {
         /// What hwloc was asked to do and what it said.
@@ -81,6 +134,32 @@ impl fmt::Display for NumaError {
                 "no CPU of the topology is in this process's affinity mask ({allowed})"
             ),
             NumaError::Syscall { call, source } => write!(f, "{call} failed: {source}"),
+            NumaError::NodeNotAllowed { node, allowed } => write!(
+                f,
+                "{node} is not a node this process may allocate on (allowed nodes: {allowed})"
+            ),
+            NumaError::EmptyNodeSet { policy } => {
+                write!(f, "the {policy} memory policy needs at least one node")
+            }
+            NumaError::EmptyRegion { call } => write!(f, "{call}: the region is empty (0 bytes)"),
+            NumaError::NotMapped { call, addr, len } => write!(
+                f,
+                "{call}: the region {addr:#x}..{:#x} ({len} bytes) is not (entirely) mapped",
+                addr.saturating_add(*len)
+            ),
+            NumaError::NotPermitted { call } => write!(f, "{call}: not permitted (EPERM)"),
+            NumaError::NotSupported { call } => write!(
+                f,
+                "{call} is not supported by this kernel (ENOSYS: built without CONFIG_NUMA, \
+                 or blocked by seccomp)"
+            ),
+            NumaError::OutOfMemory { call } => write!(f, "{call}: out of memory"),
+            NumaError::StrictViolation { addr, len } => write!(
+                f,
+                "MPOL_MF_STRICT: pages of {addr:#x}..{:#x} ({len} bytes) are not on the \
+                 policy's nodes and could not be moved",
+                addr.saturating_add(*len)
+            ),
             NumaError::Hwloc { detail } => write!(f, "hwloc: {detail}"),
         }
     }

@@ -6,12 +6,18 @@
 mod error;
 #[cfg(feature = "hwloc")]
 mod hwloc;
+mod memory;
 mod set;
 pub(crate) mod sys;
 mod sysfs;
 mod topology;
 
 pub use error::NumaError;
+pub use memory::{
+    bind_memory, locate, mems_allowed, migrate, page_size, set_thread_policy, thread_policy,
+    BindFlags, MemPolicy, Migration, PageLocation, PageStatus, Sample,
+};
+pub(crate) use memory::{bind_raw, locate_raw, migrate_raw, policy_at};
 pub use set::{CpuSet, NodeSet};
 pub use topology::{CacheGroup, Node, NodeId, Pu, Topology, TopologyBuilder, TopologySource};
 

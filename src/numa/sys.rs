@@ -92,6 +92,210 @@ pub(crate) fn current_cpu() -> Option<u32> {
     u32::try_from(cpu).ok()
 }
 
+// ------------------------------------------------------------ memory policy
+
+/// `get_mempolicy` flag: look up the policy of the VMA containing `addr`.
+pub(crate) const MPOL_F_ADDR: libc::c_ulong = 1 << 1;
+/// `get_mempolicy` flag: return the nodes the calling thread may use.
+pub(crate) const MPOL_F_MEMS_ALLOWED: libc::c_ulong = 1 << 2;
+/// `mbind` flag: fail with `EIO` if existing pages do not follow the policy.
+pub(crate) const MPOL_MF_STRICT: libc::c_uint = 1 << 0;
+/// `mbind`/`move_pages` flag: move pages used only by this process.
+pub(crate) const MPOL_MF_MOVE: libc::c_uint = 1 << 1;
+
+/// Words in a node mask: 1024 nodes, Linux's largest `MAX_NUMNODES`
+/// (`CONFIG_NODES_SHIFT` is at most 10), so any node the kernel reports fits.
+pub(crate) const MASK_WORDS: usize = 16;
+/// A node mask as the memory-policy calls take it.
+pub(crate) type NodeMask = [u64; MASK_WORDS];
+/// The `maxnode` argument for a [`NodeMask`]: the kernel's `get_nodes`
+/// decrements it before use (the historical off-by-one libnuma also
+/// compensates for), so pass the bit count plus one.
+const MASK_MAXNODE: libc::c_ulong = (MASK_WORDS * 64 + 1) as libc::c_ulong;
+
+fn last_err() -> io::Error {
+    io::Error::last_os_error()
+}
+
+/// `mbind(addr, len, mode, mask, flags)`. The kernel only changes the policy
+/// of (and with `MPOL_MF_MOVE` migrates, contents intact) the pages of the
+/// range; it never reads or writes the memory on our behalf, so no Rust
+/// invariant depends on the range, which need not even be mapped (the kernel
+/// then fails with `EFAULT`).
+pub(crate) fn mbind(
+    addr: usize,
+    len: usize,
+    mode: libc::c_int,
+    mask: Option<&NodeMask>,
+    flags: libc::c_uint,
+) -> io::Result<()> {
+    let (mask_ptr, maxnode) = match mask {
+        Some(m) => (m.as_ptr(), MASK_MAXNODE),
+        None => (std::ptr::null(), 0),
+    };
+    // SAFETY: `mask_ptr` is null (with maxnode 0) or points to a live
+    // NodeMask of MASK_WORDS words, which is what MASK_MAXNODE describes;
+    // the kernel validates `addr`/`len` itself and does not access user
+    // memory in the range (see the function doc).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            addr as *mut libc::c_void,
+            len as libc::c_ulong,
+            mode as libc::c_ulong,
+            mask_ptr,
+            maxnode,
+            flags as libc::c_ulong,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(last_err())
+    }
+}
+
+/// `set_mempolicy(mode, mask)` for the calling thread.
+pub(crate) fn set_mempolicy(mode: libc::c_int, mask: Option<&NodeMask>) -> io::Result<()> {
+    let (mask_ptr, maxnode) = match mask {
+        Some(m) => (m.as_ptr(), MASK_MAXNODE),
+        None => (std::ptr::null(), 0),
+    };
+    // SAFETY: `mask_ptr` is null (with maxnode 0) or a live NodeMask of the
+    // size MASK_MAXNODE describes; the call only affects this thread's
+    // future allocations.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_set_mempolicy,
+            mode as libc::c_ulong,
+            mask_ptr,
+            maxnode,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(last_err())
+    }
+}
+
+/// `get_mempolicy(&mode, mask, maxnode, addr, flags)`: returns the mode (or,
+/// with `MPOL_F_NODE`, a node number) and the mask. With `MPOL_F_ADDR`, the
+/// kernel looks `addr` up in this process's mappings (and with
+/// `MPOL_F_NODE` may fault the page in, which allocates but never changes
+/// contents); it fails with `EFAULT` for an unmapped address.
+pub(crate) fn get_mempolicy(
+    addr: usize,
+    flags: libc::c_ulong,
+) -> io::Result<(libc::c_int, NodeMask)> {
+    let mut mode: libc::c_int = 0;
+    let mut mask: NodeMask = [0; MASK_WORDS];
+    // SAFETY: `mode` and `mask` are live and writable; `mask` holds
+    // MASK_WORDS words as MASK_MAXNODE says (the kernel writes at most
+    // that many bits and requires maxnode >= its nr_node_ids, which 1024
+    // bits always satisfy).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut mode as *mut libc::c_int,
+            mask.as_mut_ptr(),
+            MASK_MAXNODE,
+            addr as *mut libc::c_void,
+            flags,
+        )
+    };
+    if rc == 0 {
+        Ok((mode, mask))
+    } else {
+        Err(last_err())
+    }
+}
+
+/// `move_pages(0, pages.len(), pages, nodes, status, flags)` on this
+/// process: with `nodes` it migrates each page to its node (contents
+/// intact), without it only reports where each page is. `status[i]` gets a
+/// node number or a negative errno. Returns the number of pages the kernel
+/// reports as not migrated for non-fatal reasons.
+pub(crate) fn move_pages(
+    pages: &[usize],
+    nodes: Option<&[libc::c_int]>,
+    status: &mut [libc::c_int],
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    assert_eq!(pages.len(), status.len(), "one status per page");
+    if let Some(n) = nodes {
+        assert_eq!(n.len(), pages.len(), "one target node per page");
+    }
+    let nodes_ptr = nodes.map_or(std::ptr::null(), <[libc::c_int]>::as_ptr);
+    // SAFETY: `pages` (as pointer-sized addresses), `nodes` (if any) and
+    // `status` all hold `pages.len()` elements (asserted above), live for the
+    // call; pid 0 is this process; the kernel migrates pages without
+    // changing their contents and never dereferences the addresses for us.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0 as libc::c_int,
+            pages.len() as libc::c_ulong,
+            pages.as_ptr() as *const *mut libc::c_void,
+            nodes_ptr,
+            status.as_mut_ptr(),
+            flags,
+        )
+    };
+    if rc < 0 {
+        Err(last_err())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+/// The base page size.
+pub(crate) fn page_size() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(v)
+            .ok()
+            .filter(|&p| p.is_power_of_two())
+            .unwrap_or(4096)
+    })
+}
+
+/// Maps `len` bytes of private anonymous memory, reserved but not touched
+/// (`MAP_NORESERVE`): no page exists until first touch, so a policy set with
+/// [`mbind`] before then decides where every page goes.
+pub(crate) fn map_anonymous(len: usize) -> io::Result<std::ptr::NonNull<u8>> {
+    // SAFETY: a fresh anonymous private mapping at an address of the
+    // kernel's choosing aliases no existing Rust object.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(last_err());
+    }
+    std::ptr::NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOMEM))
+}
+
+/// Unmaps a mapping made by [`map_anonymous`].
+///
+/// # Safety
+/// `ptr`/`len` must be exactly a live mapping returned by [`map_anonymous`]
+/// (or a page-aligned part of one), and nothing may use that memory
+/// afterwards.
+pub(crate) unsafe fn unmap(ptr: std::ptr::NonNull<u8>, len: usize) {
+    // SAFETY: the caller guarantees the range is ours and no longer used.
+    let rc = unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
+    debug_assert_eq!(rc, 0, "munmap: {}", io::Error::last_os_error());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

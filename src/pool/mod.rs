@@ -1,0 +1,5 @@
+//! Memory placed on NUMA nodes: containers whose pages are bound to a node
+//! before first touch, and node-local slab pools.
+//!
+//! This layer sits on [`numa`](crate::numa) and below the executor: it knows
+//! nodes and memory policies, not workers or tasks.
