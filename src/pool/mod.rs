@@ -3,3 +3,7 @@
 //!
 //! This layer sits on [`numa`](crate::numa) and below the executor: it knows
 //! nodes and memory policies, not workers or tasks.
+
+mod placed;
+
+pub use placed::{NodeBox, NodeVec, Placement};

@@ -2,6 +2,7 @@
 //! rayon-compatible `join` / `scope` / `spawn` API. The protocols are
 //! described in `README.md` beside this file.
 
+mod first_touch;
 mod job;
 mod join;
 mod latch;

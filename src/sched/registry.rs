@@ -309,6 +309,13 @@ impl Registry {
         self.sleep.new_work(node);
     }
 
+    /// Pushes a job on the shared queue of node `node` (an index into the
+    /// topology's nodes), where that node's workers look first.
+    pub(crate) fn push_to_node(&self, node: usize, job: JobRef) {
+        self.node_queues[node].push(job);
+        self.sleep.new_work(node);
+    }
+
     /// Runs `op` on a worker of this pool and returns its value: directly
     /// when called on one, otherwise by injecting it and waiting.
     pub(crate) fn in_worker<OP, R>(self: &Arc<Self>, op: OP) -> R

@@ -150,6 +150,15 @@ impl<'scope> Scope<'scope> {
     where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
+        self.spawn_to(None, body)
+    }
+
+    /// Spawns `body` on the shared queue of node `node` (an index into the
+    /// pool topology's nodes), or like [`spawn`](Self::spawn) for `None`.
+    pub(crate) fn spawn_to<BODY>(&self, node: Option<usize>, body: BODY)
+    where
+        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
         let scope = ScopePtr(self as *const Self);
         let job = HeapJob::new(move || {
             let scope = scope;
@@ -166,7 +175,10 @@ impl<'scope> Scope<'scope> {
         // SAFETY: the job borrows only `'scope` data and the scope, both
         // alive until the count latch (which it decrements) reaches zero.
         let job = unsafe { job.into_job_ref() };
-        self.registry.push_or_inject(job);
+        match node {
+            Some(n) => self.registry.push_to_node(n, job),
+            None => self.registry.push_or_inject(job),
+        }
     }
 
     fn job_panicked(&self, payload: Box<dyn Any + Send + 'static>) {

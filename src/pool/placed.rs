@@ -1,0 +1,722 @@
+//! Placed containers: [`NodeVec`] and [`NodeBox`], whose memory is mapped
+//! with `mmap`, bound to a node (or spread over nodes) with `mbind` before
+//! any page is touched, and unmapped on drop.
+//!
+//! Because the binding happens before first touch, the pages land where the
+//! [`Placement`] says whichever thread writes them first; a container knows
+//! its placement, so a data-affinity lookup on it is a field read, not a
+//! system call.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::{self, MaybeUninit};
+use std::ops::{Deref, DerefMut};
+use std::ptr::{self, NonNull};
+
+use crate::numa::sys::{map_anonymous, page_size, unmap};
+use crate::numa::{
+    bind_raw, locate_raw, migrate_raw, BindFlags, MemPolicy, Migration, NodeId, NodeSet, NumaError,
+    PageLocation, Sample,
+};
+
+/// Where a container's pages go.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Placement {
+    /// Every page on this node (`MPOL_BIND`).
+    Node(NodeId),
+    /// Pages round-robin over these nodes (`MPOL_INTERLEAVE`).
+    Interleave(NodeSet),
+    /// The container cut into one contiguous share per node, in node order,
+    /// share `i` bound to the `i`-th node of the set. Shares are whole
+    /// pages; the last node's share takes the rounding. Use
+    /// [`NodeVec::node_of`] to find an element's node.
+    Blocked(NodeSet),
+}
+
+impl Placement {
+    /// The single node holding every page, if there is one.
+    pub fn home(&self) -> Option<NodeId> {
+        match self {
+            Placement::Node(n) => Some(*n),
+            Placement::Interleave(s) | Placement::Blocked(s) if s.len() == 1 => {
+                s.iter().next().map(NodeId::new)
+            }
+            _ => None,
+        }
+    }
+
+    /// Byte ranges (relative to the start of a `bytes`-long mapping) and the
+    /// policy for each; a mapping of whole pages.
+    fn parts(&self, bytes: usize) -> Vec<(usize, usize, MemPolicy)> {
+        match self {
+            Placement::Node(n) => vec![(0, bytes, MemPolicy::bind_to(*n))],
+            Placement::Interleave(s) => vec![(0, bytes, MemPolicy::Interleave(s.clone()))],
+            Placement::Blocked(s) => {
+                let nodes: Vec<u32> = s.iter().collect();
+                let ps = page_size();
+                let pages = bytes / ps;
+                let per = pages / nodes.len().max(1);
+                let mut out = Vec::new();
+                for (i, &n) in nodes.iter().enumerate() {
+                    let start = i * per * ps;
+                    let end = if i + 1 == nodes.len() {
+                        bytes
+                    } else {
+                        (i + 1) * per * ps
+                    };
+                    if end > start {
+                        out.push((start, end - start, MemPolicy::bind_to(NodeId::new(n))));
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    fn check(&self) -> Result<(), NumaError> {
+        match self {
+            Placement::Interleave(s) if s.is_empty() => Err(NumaError::EmptyNodeSet {
+                policy: "interleave",
+            }),
+            Placement::Blocked(s) if s.is_empty() => {
+                Err(NumaError::EmptyNodeSet { policy: "blocked" })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Placement::Node(n) => write!(f, "{n}"),
+            Placement::Interleave(s) => write!(f, "interleave({s})"),
+            Placement::Blocked(s) => write!(f, "blocked({s})"),
+        }
+    }
+}
+
+impl From<NodeId> for Placement {
+    fn from(n: NodeId) -> Self {
+        Placement::Node(n)
+    }
+}
+
+/// A page-aligned anonymous mapping bound by a placement (or nothing, for
+/// zero bytes).
+struct Mapping {
+    ptr: NonNull<u8>,
+    bytes: usize,
+}
+
+impl Mapping {
+    const EMPTY: Mapping = Mapping {
+        ptr: NonNull::dangling(),
+        bytes: 0,
+    };
+
+    /// Maps at least `bytes` bytes (rounded up to pages) and binds each
+    /// part before anything touches it.
+    fn new(bytes: usize, placement: &Placement) -> Result<Mapping, NumaError> {
+        placement.check()?;
+        if bytes == 0 {
+            return Ok(Mapping::EMPTY);
+        }
+        let ps = page_size();
+        let bytes = bytes.checked_add(ps - 1).ok_or_else(|| too_big(bytes))? & !(ps - 1);
+        let ptr = map_anonymous(bytes).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOMEM) => too_big(bytes),
+            _ => NumaError::Syscall {
+                call: format!("mmap({bytes} bytes)"),
+                source: e,
+            },
+        })?;
+        let mapping = Mapping { ptr, bytes };
+        for (off, len, policy) in placement.parts(bytes) {
+            // On error `mapping` is dropped, which unmaps it.
+            bind_raw(ptr.as_ptr() as usize + off, len, &policy, BindFlags::STRICT)?;
+        }
+        Ok(mapping)
+    }
+
+    fn addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        if self.bytes != 0 {
+            // SAFETY: `ptr`/`bytes` is exactly the mapping made in `new`, and
+            // its owner (the container) is being dropped, so nothing uses it.
+            unsafe { unmap(self.ptr, self.bytes) };
+        }
+    }
+}
+
+fn too_big(bytes: usize) -> NumaError {
+    NumaError::OutOfMemory {
+        call: format!("mapping {bytes} bytes"),
+    }
+}
+
+fn bytes_for<T>(len: usize) -> Result<usize, NumaError> {
+    len.checked_mul(mem::size_of::<T>())
+        .ok_or_else(|| NumaError::OutOfMemory {
+            call: format!("{len} elements of {} bytes", mem::size_of::<T>()),
+        })
+}
+
+/// A vector whose memory is placed on NUMA nodes before first touch.
+///
+/// It dereferences to a slice; it grows like a `Vec` (a larger mapping with
+/// the same placement, elements moved over); it knows its [`Placement`],
+/// can say where its pages really are ([`locate`](Self::locate)) and move
+/// them ([`migrate_to`](Self::migrate_to)).
+///
+/// ```
+/// use terroir::numa::{NodeId, Sample};
+/// use terroir::pool::{NodeVec, Placement};
+/// let node = NodeId::new(terroir::numa::mems_allowed().unwrap().iter().next().unwrap());
+/// let v = NodeVec::from_fn_on(1 << 16, Placement::Node(node), |i| i as u64).unwrap();
+/// assert_eq!(v[12345], 12345);
+/// assert_eq!(v.home(), Some(node)); // no system call
+/// assert_eq!(v.locate(Sample::All).unwrap().majority(), Some(node));
+/// ```
+pub struct NodeVec<T> {
+    map: Mapping,
+    len: usize,
+    placement: Placement,
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: a NodeVec owns its elements like a Vec does; sending or sharing it
+// is sending or sharing them.
+unsafe impl<T: Send> Send for NodeVec<T> {}
+// SAFETY: as above; `&NodeVec` only gives `&T`.
+unsafe impl<T: Sync> Sync for NodeVec<T> {}
+
+impl<T> NodeVec<T> {
+    const ALIGN_OK: () = assert!(
+        mem::align_of::<T>() <= 4096,
+        "NodeVec elements must not need more than page (4096-byte) alignment"
+    );
+
+    /// An empty vector with room for `capacity` elements, its pages bound
+    /// by `placement` but not yet touched.
+    ///
+    /// # Errors
+    /// [`NumaError::NodeNotAllowed`] or [`NumaError::EmptyNodeSet`] for a
+    /// placement this process cannot use; [`NumaError::OutOfMemory`] when the
+    /// size overflows or `mmap` refuses.
+    pub fn with_capacity_on(
+        capacity: usize,
+        placement: impl Into<Placement>,
+    ) -> Result<NodeVec<T>, NumaError> {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::ALIGN_OK;
+        let placement = placement.into();
+        let map = if mem::size_of::<T>() == 0 {
+            placement.check()?;
+            Mapping::EMPTY
+        } else {
+            Mapping::new(bytes_for::<T>(capacity)?, &placement)?
+        };
+        Ok(NodeVec {
+            map,
+            len: 0,
+            placement,
+            _owns: PhantomData,
+        })
+    }
+
+    /// A vector of `len` elements, element `i` being `f(i)`, written by the
+    /// calling thread (see `ThreadPool::node_vec` for a parallel first
+    /// touch by each node's workers).
+    ///
+    /// # Errors
+    /// As [`with_capacity_on`](Self::with_capacity_on).
+    pub fn from_fn_on(
+        len: usize,
+        placement: impl Into<Placement>,
+        mut f: impl FnMut(usize) -> T,
+    ) -> Result<NodeVec<T>, NumaError> {
+        let mut v = Self::with_capacity_on(len, placement)?;
+        for i in 0..len {
+            // SAFETY: capacity is `len`, so slot `i` < len is in bounds and
+            // unused; `len` is bumped right after, so a panic in `f` leaves
+            // only initialised elements counted.
+            unsafe { v.as_mut_ptr().add(i).write(f(i)) };
+            v.len = i + 1;
+        }
+        Ok(v)
+    }
+
+    /// A vector of `len` clones of `value`.
+    ///
+    /// # Errors
+    /// As [`with_capacity_on`](Self::with_capacity_on).
+    pub fn from_elem_on(
+        value: T,
+        len: usize,
+        placement: impl Into<Placement>,
+    ) -> Result<NodeVec<T>, NumaError>
+    where
+        T: Clone,
+    {
+        Self::from_fn_on(len, placement, |_| value.clone())
+    }
+
+    /// A placed copy of `data`.
+    ///
+    /// # Errors
+    /// As [`with_capacity_on`](Self::with_capacity_on).
+    pub fn from_slice_on(
+        data: &[T],
+        placement: impl Into<Placement>,
+    ) -> Result<NodeVec<T>, NumaError>
+    where
+        T: Clone,
+    {
+        Self::from_fn_on(data.len(), placement, |i| data[i].clone())
+    }
+
+    /// Where the pages are meant to be.
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    /// The node holding every page, when the placement has a single node.
+    pub fn home(&self) -> Option<NodeId> {
+        self.placement.home()
+    }
+
+    /// The node that element `index`'s page is bound to: the home node, or
+    /// the share holding it for [`Placement::Blocked`]; `None` for an
+    /// interleaved vector or an index out of bounds.
+    pub fn node_of(&self, index: usize) -> Option<NodeId> {
+        if index >= self.len {
+            return None;
+        }
+        if let Some(home) = self.home() {
+            return Some(home);
+        }
+        let off = index * mem::size_of::<T>();
+        self.placement
+            .parts(self.map.bytes)
+            .into_iter()
+            .find(|(start, len, _)| off >= *start && off < start + len)
+            .and_then(|(_, _, p)| match p {
+                MemPolicy::Bind(s) => s.iter().next().map(NodeId::new),
+                _ => None,
+            })
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there is no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Elements it can hold without a new mapping.
+    pub fn capacity(&self) -> usize {
+        match mem::size_of::<T>() {
+            0 => usize::MAX,
+            size => self.map.bytes / size,
+        }
+    }
+
+    /// Pointer to the first element (dangling, but aligned, when nothing is
+    /// mapped).
+    pub fn as_ptr(&self) -> *const T {
+        self.base()
+    }
+
+    /// Mutable pointer to the first element.
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.base()
+    }
+
+    fn base(&self) -> *mut T {
+        if self.map.bytes == 0 {
+            NonNull::<T>::dangling().as_ptr()
+        } else {
+            self.map.ptr.as_ptr().cast()
+        }
+    }
+
+    /// The unused capacity, for writing elements before
+    /// [`set_len`](Self::set_len).
+    pub fn spare_capacity_mut(&mut self) -> &mut [MaybeUninit<T>] {
+        let cap = self
+            .capacity()
+            .min(isize::MAX as usize / mem::size_of::<T>().max(1));
+        // SAFETY: slots len..cap are inside the mapping (or zero-sized), not
+        // aliased by the initialised prefix, and MaybeUninit needs no init.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.as_mut_ptr().add(self.len).cast::<MaybeUninit<T>>(),
+                cap - self.len,
+            )
+        }
+    }
+
+    /// Sets the length.
+    ///
+    /// # Safety
+    /// `new_len <= capacity()` and elements `0..new_len` are initialised.
+    pub unsafe fn set_len(&mut self, new_len: usize) {
+        self.len = new_len;
+    }
+
+    /// Appends `value`, growing into a larger mapping with the same
+    /// placement when full (doubling).
+    ///
+    /// # Errors
+    /// As [`with_capacity_on`](Self::with_capacity_on); on error the vector
+    /// is unchanged and `value` is dropped.
+    pub fn try_push(&mut self, value: T) -> Result<(), NumaError> {
+        if self.len == self.capacity() {
+            self.grow(
+                self.len
+                    .saturating_mul(2)
+                    .max(page_size() / mem::size_of::<T>().max(1)),
+            )?;
+        }
+        // SAFETY: len < capacity after growing; the slot is unused.
+        unsafe { self.as_mut_ptr().add(self.len).write(value) };
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Removes and returns the last element.
+    pub fn pop(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        self.len -= 1;
+        // SAFETY: slot `len` was initialised and is no longer counted.
+        Some(unsafe { self.as_ptr().add(self.len).read() })
+    }
+
+    /// Drops every element, keeping the mapping.
+    pub fn clear(&mut self) {
+        let len = self.len;
+        self.len = 0;
+        // SAFETY: the first `len` elements were initialised and are no
+        // longer counted, so they are dropped exactly once.
+        unsafe { ptr::drop_in_place(ptr::slice_from_raw_parts_mut(self.as_mut_ptr(), len)) };
+    }
+
+    fn grow(&mut self, new_cap: usize) -> Result<(), NumaError> {
+        let map = Mapping::new(bytes_for::<T>(new_cap)?, &self.placement)?;
+        // SAFETY: both regions are valid for `len` elements and distinct
+        // mappings; the old slots are then forgotten (moved, not dropped).
+        unsafe { ptr::copy_nonoverlapping(self.base(), map.ptr.as_ptr().cast::<T>(), self.len) };
+        self.map = map;
+        Ok(())
+    }
+
+    /// Where the pages really are (all of them or a sample): one
+    /// `move_pages` query.
+    ///
+    /// # Errors
+    /// As [`crate::numa::locate`].
+    pub fn locate(&self, sample: Sample) -> Result<PageLocation, NumaError> {
+        locate_raw(self.map.addr(), self.len * mem::size_of::<T>(), sample)
+    }
+
+    /// Rebinds the whole mapping to `node` and moves the existing pages
+    /// there, reporting per page what happened. The placement becomes
+    /// [`Placement::Node`]`(node)` once the rebinding succeeded, even if
+    /// some pages could not move (see [`Migration::failed`]).
+    ///
+    /// # Errors
+    /// [`NumaError::NodeNotAllowed`] naming `node` (nothing changes).
+    pub fn migrate_to(&mut self, node: NodeId) -> Result<Migration, NumaError> {
+        migrate_mapping(
+            &self.map,
+            &mut self.placement,
+            node,
+            self.len * mem::size_of::<T>(),
+        )
+    }
+}
+
+/// Rebinds `map` to `node` and moves its first `used` bytes' pages.
+fn migrate_mapping(
+    map: &Mapping,
+    placement: &mut Placement,
+    node: NodeId,
+    used: usize,
+) -> Result<Migration, NumaError> {
+    if map.bytes == 0 {
+        // Nothing mapped: only the placement changes (after validation).
+        crate::numa::mems_allowed().and_then(|allowed| {
+            if allowed.contains(node.os_index()) {
+                Ok(())
+            } else {
+                Err(NumaError::NodeNotAllowed { node, allowed })
+            }
+        })?;
+        *placement = Placement::Node(node);
+        return Ok(Migration::default());
+    }
+    bind_raw(
+        map.addr(),
+        map.bytes,
+        &MemPolicy::bind_to(node),
+        BindFlags::NONE,
+    )?;
+    *placement = Placement::Node(node);
+    if used == 0 {
+        return Ok(Migration::default());
+    }
+    migrate_raw(map.addr(), used, node)
+}
+
+impl<T> Drop for NodeVec<T> {
+    fn drop(&mut self) {
+        self.clear();
+        // The mapping unmaps itself.
+    }
+}
+
+impl<T> Deref for NodeVec<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: the first `len` elements are initialised, inside the
+        // mapping (or zero-sized) and suitably aligned (page-aligned start,
+        // align_of::<T>() <= 4096 checked at compile time).
+        unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len) }
+    }
+}
+
+impl<T> DerefMut for NodeVec<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr(), self.len) }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for NodeVec<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeVec")
+            .field("placement", &self.placement)
+            .field("items", &&**self)
+            .finish()
+    }
+}
+
+/// One value in memory bound to a node before first touch (a page of its
+/// own, at least): the `Box` of [`NodeVec`].
+///
+/// ```
+/// use terroir::numa::NodeId;
+/// use terroir::pool::NodeBox;
+/// let node = NodeId::new(terroir::numa::mems_allowed().unwrap().iter().next().unwrap());
+/// let b = NodeBox::new_on([0u64; 512], node).unwrap();
+/// assert_eq!(b.home(), node);
+/// assert_eq!(b.len(), 512);
+/// ```
+pub struct NodeBox<T> {
+    vec: NodeVec<T>,
+}
+
+impl<T> NodeBox<T> {
+    /// Moves `value` into memory bound to `node`.
+    ///
+    /// # Errors
+    /// [`NumaError::NodeNotAllowed`] naming the node and the allowed ones;
+    /// [`NumaError::OutOfMemory`].
+    pub fn new_on(value: T, node: NodeId) -> Result<NodeBox<T>, NumaError> {
+        let mut vec = NodeVec::with_capacity_on(1, Placement::Node(node))?;
+        vec.try_push(value)?;
+        Ok(NodeBox { vec })
+    }
+
+    /// The node the value's memory is bound to (no system call).
+    pub fn home(&self) -> NodeId {
+        self.vec
+            .home()
+            .expect("a NodeBox is always bound to one node")
+    }
+
+    /// Where its pages really are.
+    ///
+    /// # Errors
+    /// As [`crate::numa::locate`].
+    pub fn locate(&self) -> Result<PageLocation, NumaError> {
+        self.vec.locate(Sample::All)
+    }
+
+    /// Rebinds and moves the value's pages to `node`.
+    ///
+    /// # Errors
+    /// As [`NodeVec::migrate_to`].
+    pub fn migrate_to(&mut self, node: NodeId) -> Result<Migration, NumaError> {
+        self.vec.migrate_to(node)
+    }
+
+    /// Moves the value out, freeing the mapping.
+    pub fn into_inner(mut self) -> T {
+        self.vec.pop().expect("a NodeBox holds exactly one value")
+    }
+}
+
+impl<T> Deref for NodeBox<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.vec[0]
+    }
+}
+
+impl<T> DerefMut for NodeBox<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.vec[0]
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for NodeBox<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeBox")
+            .field("home", &self.home())
+            .field("value", &**self)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn node0() -> NodeId {
+        NodeId::new(crate::numa::mems_allowed().unwrap().iter().next().unwrap())
+    }
+
+    #[test]
+    fn vec_pages_are_on_the_bound_node_and_policy_is_set() {
+        let n = node0();
+        let v = NodeVec::from_fn_on(100_000, n, |i| i as u32).unwrap();
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u32));
+        let loc = v.locate(Sample::All).unwrap();
+        assert_eq!(loc.on_node(n), loc.pages());
+        assert_eq!(loc.not_present(), 0);
+        assert_eq!(
+            crate::numa::policy_at(v.as_ptr() as usize).unwrap(),
+            MemPolicy::bind_to(n)
+        );
+    }
+
+    #[test]
+    fn untouched_capacity_is_not_present() {
+        let v = NodeVec::<u64>::with_capacity_on(1 << 20, node0()).unwrap();
+        let ps = page_size();
+        let loc = locate_raw(v.as_ptr() as usize, v.capacity() * 8, Sample::All).unwrap();
+        assert_eq!(loc.pages(), (8 << 20) / ps);
+        assert_eq!(loc.not_present(), loc.pages());
+    }
+
+    #[test]
+    fn push_grows_and_keeps_placement() {
+        let n = node0();
+        let mut v = NodeVec::with_capacity_on(0, n).unwrap();
+        for i in 0..10_000u64 {
+            v.try_push(i).unwrap();
+        }
+        assert_eq!(v.len(), 10_000);
+        assert_eq!(v.iter().sum::<u64>(), 10_000 * 9_999 / 2);
+        assert_eq!(v.pop(), Some(9_999));
+        assert_eq!(
+            crate::numa::policy_at(v.as_ptr() as usize).unwrap(),
+            MemPolicy::bind_to(n)
+        );
+    }
+
+    #[test]
+    fn drops_every_element_once() {
+        static DROPS: AtomicUsize = AtomicUsize::new(0);
+        struct D;
+        impl Drop for D {
+            fn drop(&mut self) {
+                DROPS.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let mut v = NodeVec::from_fn_on(1000, node0(), |_| D).unwrap();
+        drop(v.pop());
+        drop(v);
+        assert_eq!(DROPS.load(Ordering::Relaxed), 1000);
+        // A panicking initialiser drops what it wrote.
+        DROPS.store(0, Ordering::Relaxed);
+        let r = std::panic::catch_unwind(|| {
+            NodeVec::from_fn_on(100, node0(), |i| {
+                assert!(i < 10, "expected: initialiser panics");
+                D
+            })
+        });
+        assert!(r.is_err());
+        assert_eq!(DROPS.load(Ordering::Relaxed), 10);
+    }
+
+    #[test]
+    fn zero_sized_and_empty() {
+        let v = NodeVec::from_fn_on(1000, node0(), |_| ()).unwrap();
+        assert_eq!(v.len(), 1000);
+        assert_eq!(v.capacity(), usize::MAX);
+        assert_eq!(v.locate(Sample::All).unwrap().pages(), 0);
+        let mut e = NodeVec::<u8>::with_capacity_on(0, node0()).unwrap();
+        assert!(e.is_empty());
+        assert_eq!(e.migrate_to(node0()).unwrap().pages(), 0);
+    }
+
+    #[test]
+    fn bad_placements_are_typed() {
+        let err = NodeVec::<u8>::with_capacity_on(10, NodeId::new(777)).unwrap_err();
+        assert!(matches!(err, NumaError::NodeNotAllowed { .. }), "{err:?}");
+        let err =
+            NodeVec::<u8>::with_capacity_on(10, Placement::Interleave(NodeSet::new())).unwrap_err();
+        assert!(matches!(err, NumaError::EmptyNodeSet { .. }), "{err:?}");
+        let err = NodeVec::<u64>::with_capacity_on(usize::MAX / 4, node0()).unwrap_err();
+        assert!(matches!(err, NumaError::OutOfMemory { .. }), "{err:?}");
+        let mut v = NodeVec::from_elem_on(1u8, 10, node0()).unwrap();
+        let err = v.migrate_to(NodeId::new(777)).unwrap_err();
+        assert!(matches!(err, NumaError::NodeNotAllowed { .. }), "{err:?}");
+        assert_eq!(
+            v.home(),
+            Some(node0()),
+            "unchanged after a refused migration"
+        );
+    }
+
+    #[test]
+    fn blocked_shares_and_node_of() {
+        let n = node0();
+        let set: NodeSet = [n.os_index()].into_iter().collect();
+        let v = NodeVec::from_elem_on(0u8, 3 * page_size(), Placement::Blocked(set)).unwrap();
+        assert_eq!(v.node_of(0), Some(n));
+        assert_eq!(v.node_of(v.len() - 1), Some(n));
+        assert_eq!(v.node_of(v.len()), None);
+        let two: NodeSet = [0, 1].into_iter().collect();
+        let parts = Placement::Blocked(two).parts(5 * page_size());
+        let spans: Vec<(usize, usize)> = parts.iter().map(|p| (p.0, p.1)).collect();
+        assert_eq!(
+            spans,
+            [(0, 2 * page_size()), (2 * page_size(), 3 * page_size())]
+        );
+    }
+
+    #[test]
+    fn node_box_round_trip() {
+        let mut b = NodeBox::new_on(String::from("terroir"), node0()).unwrap();
+        b.push_str(" rocks");
+        assert_eq!(b.locate().unwrap().majority(), Some(node0()));
+        let m = b.migrate_to(node0()).unwrap();
+        assert!(m.complete());
+        assert_eq!(b.into_inner(), "terroir rocks");
+    }
+}
