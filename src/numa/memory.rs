@@ -2,14 +2,7 @@
 //! region's pages are, and migrating them. Safe wrappers over `mbind`,
 //! `set_mempolicy`, `get_mempolicy` and `move_pages` (`sys.rs`).
 //!
-//! # Regions
-//! Every function takes a region as a slice. The kernel places memory by
-//! page, so a region is widened to whole pages: from the page holding its
-//! first byte to the page holding its last. Binding or migrating a slice
-//! that shares a page with other data therefore affects that data too (its
-//! contents are never changed; only where they live). A zero-length region
-//! has no pages: [`bind_memory`] and [`migrate`] reject it with
-//! [`NumaError::EmptyRegion`], [`locate`] reports zero pages.
+//! See [regions](crate::numa#regions) for how slices map to pages.
 
 use std::fmt;
 use std::io;
@@ -198,7 +191,7 @@ fn syscall_error(name: &'static str, call: String, e: io::Error) -> NumaError {
 }
 
 /// Applies `policy` to the pages of `data` (`mbind`), widened to whole
-/// pages (see the [module docs](self)). With [`BindFlags::NONE`] only pages
+/// pages (see [regions](crate::numa#regions)). With [`BindFlags::NONE`] only pages
 /// not yet touched follow it; [`BindFlags::MOVE`] migrates existing ones.
 ///
 /// ```

@@ -1,7 +1,18 @@
 //! OS facts and system calls: CPU and node sets, the machine [`Topology`],
-//! thread binding, and (in `sys.rs`) the raw syscalls behind them.
+//! thread binding, memory policies and page placement, and (in `sys.rs`)
+//! the raw syscalls behind them.
 //!
 //! This is the bottom layer of terroir: it knows nothing of tasks or pools.
+//!
+//! # Regions
+//! The memory functions ([`bind_memory`], [`locate`], [`migrate`]) take a
+//! region as a slice. The kernel places memory by page, so a region is
+//! widened to whole pages: from the page holding its first byte to the page
+//! holding its last. Binding or migrating a slice that shares a page with
+//! other data therefore affects that data too (its contents never change;
+//! only where they live). A zero-length region has no pages: [`bind_memory`]
+//! and [`migrate`] reject it with [`NumaError::EmptyRegion`], [`locate`]
+//! reports zero pages.
 
 mod error;
 #[cfg(feature = "hwloc")]
