@@ -282,8 +282,30 @@ pub fn thread_policy() -> Result<MemPolicy, NumaError> {
     decode_policy(mode, &mask)
 }
 
+/// The memory policy of the mapping holding the first byte of `data`
+/// (`get_mempolicy` with `MPOL_F_ADDR`): what [`bind_memory`] set, or
+/// [`MemPolicy::Default`] when nothing was.
+///
+/// ```
+/// use terroir::numa::{memory_policy, MemPolicy};
+/// let data = vec![0u8; 100];
+/// assert_eq!(memory_policy(&data).unwrap(), MemPolicy::Default);
+/// ```
+///
+/// # Errors
+/// [`NumaError::EmptyRegion`] for an empty slice; [`NumaError::NotMapped`].
+pub fn memory_policy<T>(data: &[T]) -> Result<MemPolicy, NumaError> {
+    let (addr, len) = region(data);
+    if len == 0 {
+        return Err(NumaError::EmptyRegion {
+            call: "get_mempolicy",
+        });
+    }
+    policy_at(addr)
+}
+
 /// The policy of the mapping holding `addr` (`get_mempolicy` with
-/// `MPOL_F_ADDR`), used to check what a container's memory was bound to.
+/// `MPOL_F_ADDR`).
 pub(crate) fn policy_at(addr: usize) -> Result<MemPolicy, NumaError> {
     let (mode, mask) =
         sys::get_mempolicy(addr, sys::MPOL_F_ADDR).map_err(|e| match e.raw_os_error() {

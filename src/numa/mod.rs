@@ -25,8 +25,8 @@ mod topology;
 
 pub use error::NumaError;
 pub use memory::{
-    bind_memory, locate, mems_allowed, migrate, page_size, set_thread_policy, thread_policy,
-    BindFlags, MemPolicy, Migration, PageLocation, PageStatus, Sample,
+    bind_memory, locate, memory_policy, mems_allowed, migrate, page_size, set_thread_policy,
+    thread_policy, BindFlags, MemPolicy, Migration, PageLocation, PageStatus, Sample,
 };
 pub(crate) use memory::{bind_raw, locate_raw, migrate_raw, policy_at};
 pub use set::{CpuSet, NodeSet};
