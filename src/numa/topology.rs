@@ -178,14 +178,15 @@ impl Topology {
     }
 
     /// A described topology from an hwloc synthetic description such as
-    /// `"pack:2 numa:1 l3:2 core:2 pu:2"` (the `hwloc` feature). Synthetic
+    /// `"pack:2 numa:1 l3:2 core:2 pu:2"` (the `hwloc` feature). A description
+    /// without a `numa` level has one NUMA node, as hwloc inserts it. Synthetic
     /// descriptions carry no distances: nodes get 10 to themselves and 20 to
     /// each other. The result is never [`Topology::is_this_machine`]: hwloc
     /// reports binding on synthetic topologies as success while doing nothing.
     ///
     /// ```
     /// # #[cfg(feature = "hwloc")] {
-    /// let topo = terroir::numa::Topology::from_hwloc_synthetic("pack:2 l3:2 core:2 pu:1").unwrap();
+    /// let topo = terroir::numa::Topology::from_hwloc_synthetic("pack:2 numa:1 l3:2 core:2 pu:1").unwrap();
     /// assert_eq!(topo.nodes().len(), 2);
     /// assert_eq!(topo.l3_groups().len(), 4);
     /// # }
