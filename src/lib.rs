@@ -52,6 +52,7 @@ pub mod pool;
 pub mod sched;
 
 pub use sched::{
-    current_num_threads, current_thread_index, in_place_scope, join, scope, spawn, Policy, Scope,
-    ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder,
+    current_num_threads, current_thread_index, in_place_scope, join, scope, spawn, Access,
+    Distribution, NodeStats, Place, PlaceError, Policy, PoolStats, Scope, ThreadPool,
+    ThreadPoolBuildError, ThreadPoolBuilder,
 };

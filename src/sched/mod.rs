@@ -6,16 +6,21 @@ mod first_touch;
 mod job;
 mod join;
 mod latch;
+mod place;
 mod policy;
 mod pool;
 mod registry;
 mod scope;
 mod sleep;
+mod stats;
 
 pub use join::join;
+pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
 pub use pool::{
     current_num_threads, current_thread_index, spawn, ThreadPool, ThreadPoolBuildError,
-    ThreadPoolBuilder,
+    ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD,
 };
+pub use registry::Distribution;
 pub use scope::{in_place_scope, scope, Scope};
+pub use stats::{NodeStats, PoolStats};

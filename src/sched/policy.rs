@@ -20,21 +20,42 @@ pub enum Policy {
     Flat,
     /// Own deque → own node's queue → workers sharing my L3 → other workers
     /// of my node → other nodes nearest first (each node's queue, then its
-    /// workers), with a random start inside each level.
+    /// workers), with a random start inside each level. Places are ignored:
+    /// the locality-aware stealer without data affinity.
     #[default]
     Hierarchical,
+    /// Hierarchical stealing, and places honoured as hints: a placed task
+    /// goes to its node (or worker) and another node takes it only when
+    /// every worker of that node is busy; strict places stay strict.
+    Locality,
+    /// As `Locality`, but every node or worker place is strict: the task
+    /// never runs anywhere else (Olivier et al.'s strict mode).
+    StrictLocality,
 }
 
 impl Policy {
     /// Every policy, for benchmarks that compare them.
-    pub const ALL: &'static [Policy] = &[Policy::Flat, Policy::Hierarchical];
+    pub const ALL: &'static [Policy] = &[
+        Policy::Flat,
+        Policy::Hierarchical,
+        Policy::Locality,
+        Policy::StrictLocality,
+    ];
 
     /// The name `FromStr` accepts (and `TERROIR_POLICY` takes).
     pub fn name(self) -> &'static str {
         match self {
             Policy::Flat => "flat",
             Policy::Hierarchical => "hierarchical",
+            Policy::Locality => "locality",
+            Policy::StrictLocality => "strict-locality",
         }
+    }
+
+    /// Whether tasks spawned with a [`Place`](crate::Place) go there
+    /// (`Locality`, `StrictLocality`); the other policies ignore places.
+    pub fn honours_places(self) -> bool {
+        matches!(self, Policy::Locality | Policy::StrictLocality)
     }
 }
 
@@ -137,7 +158,7 @@ impl StealPlan {
                     }],
                 },
             ],
-            Policy::Hierarchical => {
+            Policy::Hierarchical | Policy::Locality | Policy::StrictLocality => {
                 let my = seats[me];
                 let mut levels = vec![
                     Level {

@@ -6,9 +6,11 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
+use super::place::{Place, PlaceError, Target};
 use super::policy::{ParsePolicyError, Policy};
-use super::registry::{global_registry, init_global, Registry, WorkerThread};
+use super::registry::{global_registry, init_global, Distribution, Registry, WorkerThread};
 use super::scope::{scope, Scope};
+use super::stats::PoolStats;
 use crate::numa::{NumaError, Topology};
 
 /// A handler for panics of spawned jobs (see
@@ -122,6 +124,8 @@ pub struct ThreadPoolBuilder {
     policy: Option<Policy>,
     pin: Option<bool>,
     panic_handler: Option<Box<PanicHandler>>,
+    distribution: Distribution,
+    push_threshold: Option<usize>,
 }
 
 /// A builder with every default resolved.
@@ -133,7 +137,12 @@ pub(crate) struct Config {
     pub(crate) policy: Policy,
     pub(crate) pin: bool,
     pub(crate) panic_handler: Option<Box<PanicHandler>>,
+    pub(crate) distribution: Distribution,
+    pub(crate) push_threshold: u64,
 }
+
+/// Work-pushing ignores declared regions smaller than this (Drebes §7.2).
+pub const DEFAULT_PUSH_THRESHOLD: usize = 10_000;
 
 fn env(var: &'static str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.trim().is_empty())
@@ -200,6 +209,20 @@ impl ThreadPoolBuilder {
         self
     }
 
+    /// How placed tasks are spread over their node's workers (default
+    /// [`Distribution::SharedQueue`]); only the `Locality` policies place.
+    pub fn distribution(mut self, distribution: Distribution) -> Self {
+        self.distribution = distribution;
+        self
+    }
+
+    /// Work-pushing ([`Place::pushed`]) ignores declared regions smaller
+    /// than `bytes` (default [`DEFAULT_PUSH_THRESHOLD`], 10 kB).
+    pub fn push_threshold(mut self, bytes: usize) -> Self {
+        self.push_threshold = Some(bytes);
+        self
+    }
+
     /// Builds a pool.
     ///
     /// # Errors
@@ -261,6 +284,8 @@ impl ThreadPoolBuilder {
             policy,
             pin,
             panic_handler: self.panic_handler,
+            distribution: self.distribution,
+            push_threshold: self.push_threshold.unwrap_or(DEFAULT_PUSH_THRESHOLD) as u64,
         })
     }
 }
@@ -331,6 +356,83 @@ impl ThreadPool {
         OP: FnOnce() + Send + 'static,
     {
         self.registry.spawn_static(op)
+    }
+
+    /// Spawns a `'static` job at `place` without waiting for it (see
+    /// [`Place`]); under `Flat` and `Hierarchical` this is
+    /// [`spawn`](Self::spawn).
+    ///
+    /// ```
+    /// use terroir::{Policy, ThreadPoolBuilder};
+    /// let pool = ThreadPoolBuilder::new().num_threads(2).policy(Policy::StrictLocality).build().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let place = pool.worker(1).unwrap();
+    /// pool.spawn_on(&place, move || tx.send(terroir::current_thread_index()).unwrap());
+    /// assert_eq!(rx.recv().unwrap(), Some(1)); // strict: only worker 1 may run it
+    /// ```
+    pub fn spawn_on<OP>(&self, place: &Place, op: OP)
+    where
+        OP: FnOnce() + Send + 'static,
+    {
+        self.registry.spawn_static_placed(place, op)
+    }
+
+    /// A place on node `index` of this pool's [topology](Self::topology)
+    /// (an index into [`Topology::nodes`], not an OS node number).
+    ///
+    /// # Errors
+    /// [`PlaceError::NodeOutOfRange`] naming the index and the valid range;
+    /// [`PlaceError::NoWorkerOnNode`] when the pool has no worker there.
+    pub fn node(&self, index: usize) -> Result<Place, PlaceError> {
+        let topo = self.registry.topology();
+        let nodes = topo.nodes().len();
+        if index >= nodes {
+            return Err(PlaceError::NodeOutOfRange { index, nodes });
+        }
+        let id = topo.nodes()[index].id();
+        if self.registry.node_workers(index).is_empty() {
+            return Err(PlaceError::NoWorkerOnNode { node: id });
+        }
+        Ok(Place::new(Target::Node(id)))
+    }
+
+    /// A place on worker `index` of this pool.
+    ///
+    /// # Errors
+    /// [`PlaceError::WorkerOutOfRange`] naming the index and the valid
+    /// range.
+    pub fn worker(&self, index: usize) -> Result<Place, PlaceError> {
+        let workers = self.registry.num_threads();
+        if index >= workers {
+            return Err(PlaceError::WorkerOutOfRange { index, workers });
+        }
+        Ok(Place::new(Target::Worker(index)))
+    }
+
+    /// A snapshot of the scheduling statistics since the pool was built
+    /// (or since [`reset_stats`](Self::reset_stats)).
+    ///
+    /// ```
+    /// use terroir::{numa::NodeId, pool::NodeVec, Place, Policy, ThreadPoolBuilder};
+    /// let pool = ThreadPoolBuilder::new().num_threads(2).policy(Policy::Locality).build().unwrap();
+    /// let node = pool.topology().nodes()[0].id();
+    /// let data = NodeVec::from_elem_on(1u64, 1 << 16, node).unwrap();
+    /// pool.scope(|s| {
+    ///     for _ in 0..8 {
+    ///         s.spawn_on(&Place::data(&data), |_| assert_eq!(data.iter().sum::<u64>(), 1 << 16));
+    ///     }
+    /// });
+    /// let stats = pool.stats();
+    /// assert_eq!(stats.nodes.iter().map(|n| n.placed).sum::<u64>(), 8);
+    /// assert_eq!(stats.locality_ratio(), Some(1.0)); // one node: all local
+    /// ```
+    pub fn stats(&self) -> PoolStats {
+        self.registry.stats()
+    }
+
+    /// Zeroes the statistics (e.g. between benchmark runs).
+    pub fn reset_stats(&self) {
+        self.registry.reset_stats()
     }
 
     /// Number of workers of this pool.

@@ -11,9 +11,11 @@ use crossbeam_utils::CachePadded;
 
 use super::job::{HeapJob, JobRef, StackJob};
 use super::latch::{CoreLatch, LockLatch};
+use super::place::{self, Access, Place};
 use super::policy::{Policy, Seat, StealPlan, Target};
 use super::pool::{PanicHandler, ThreadPoolBuildError, ThreadPoolBuilder};
 use super::sleep::{Sleep, Wake};
+use super::stats::{bump, NodeStats, PoolStats, WorkerStats};
 use crate::numa::{self, CpuSet, Topology};
 
 /// What other threads may touch of a worker.
@@ -27,12 +29,65 @@ pub(crate) struct WorkerInfo {
     busy: AtomicBool,
     seat: Seat,
     cpu: u32,
+    /// Placed tasks for this worker that others may take when it is busy.
+    hint_inbox: Injector<JobRef>,
+    /// Placed tasks only this worker may run.
+    strict_inbox: Injector<JobRef>,
+    stats: WorkerStats,
 }
+
+/// How placed tasks are spread over the workers of their node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Distribution {
+    /// The node's shared queue; any worker of the node takes the next task
+    /// (the default).
+    #[default]
+    SharedQueue,
+    /// The inboxes of the node's workers in turn.
+    RoundRobin,
+    /// The inbox of the node's worker with the fewest queued placed tasks.
+    ShortestQueue,
+}
+
+/// Where a placed task goes, once resolved against the pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// An ordinary spawn.
+    Local,
+    Node {
+        node: usize,
+        strict: bool,
+    },
+    Worker {
+        worker: usize,
+        strict: bool,
+    },
+}
+
+/// Slots of the temporal-affinity table (key hash → last worker + 1).
+const RECENT_SLOTS: usize = 4096;
 
 /// A pool's shared state.
 pub(crate) struct Registry {
     workers: Vec<CachePadded<WorkerInfo>>,
+    /// Work injected from outside the pool (and first-touch shares) for a
+    /// node: its workers look first, any thief may take it.
     node_queues: Vec<CachePadded<Injector<JobRef>>>,
+    /// Placed tasks (hints) for a node: its workers look first; another
+    /// node's thief takes one only while every worker of the node is busy.
+    hint_queues: Vec<CachePadded<Injector<JobRef>>>,
+    /// Placed tasks only the node's workers may run.
+    strict_queues: Vec<CachePadded<Injector<JobRef>>>,
+    /// Workers of each node index.
+    node_workers: Vec<Vec<usize>>,
+    /// For each node index: itself if it has workers, else the nearest
+    /// node index that has.
+    redirect: Vec<usize>,
+    recent: Box<[AtomicUsize]>,
+    distribution: Distribution,
+    round_robin: Vec<CachePadded<AtomicUsize>>,
+    push_threshold: u64,
     pub(crate) sleep: Sleep,
     plans: Vec<StealPlan>,
     topology: Topology,
@@ -188,6 +243,9 @@ impl Registry {
                     busy: AtomicBool::new(false),
                     seat,
                     cpu: topo.pus()[p].os_index(),
+                    hint_inbox: Injector::new(),
+                    strict_inbox: Injector::new(),
+                    stats: WorkerStats::new(topo.nodes().len()),
                 })
             })
             .collect();
@@ -199,8 +257,34 @@ impl Registry {
         for p in topo.pus() {
             cpu_node[p.os_index() as usize] = Some(p.node_index());
         }
+        let nodes = topo.nodes().len();
+        let node_workers: Vec<Vec<usize>> = (0..nodes)
+            .map(|n| (0..seats.len()).filter(|&w| seats[w].node == n).collect())
+            .collect();
+        let redirect = (0..nodes)
+            .map(|n| {
+                (0..nodes)
+                    .filter(|&m| !node_workers[m].is_empty())
+                    .min_by_key(|&m| (topo.distance_by_index(n, m), m != n, m))
+                    .unwrap_or(n)
+            })
+            .collect();
         let registry = Arc::new(Registry {
             workers,
+            strict_queues: (0..nodes)
+                .map(|_| CachePadded::new(Injector::new()))
+                .collect(),
+            hint_queues: (0..nodes)
+                .map(|_| CachePadded::new(Injector::new()))
+                .collect(),
+            node_workers,
+            redirect,
+            recent: (0..RECENT_SLOTS).map(|_| AtomicUsize::new(0)).collect(),
+            distribution: config.distribution,
+            round_robin: (0..nodes)
+                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+                .collect(),
+            push_threshold: config.push_threshold,
             node_queues: topo
                 .nodes()
                 .iter()
@@ -310,10 +394,214 @@ impl Registry {
     }
 
     /// Pushes a job on the shared queue of node `node` (an index into the
-    /// topology's nodes), where that node's workers look first.
+    /// topology's nodes), where that node's workers look first and any
+    /// other worker may take it.
     pub(crate) fn push_to_node(&self, node: usize, job: JobRef) {
         self.node_queues[node].push(job);
-        self.sleep.new_work(node);
+        self.sleep.new_work_on_node(node, true);
+    }
+
+    /// Workers of node index `node`.
+    pub(crate) fn node_workers(&self, node: usize) -> &[usize] {
+        &self.node_workers[node]
+    }
+
+    /// Resolves `place` against this pool, from the current thread.
+    pub(crate) fn route(&self, place: &Place) -> Route {
+        if !self.policy.honours_places() {
+            return Route::Local;
+        }
+        let strict = place.strict || self.policy == Policy::StrictLocality;
+        let here =
+            WorkerThread::current().filter(|wt| std::ptr::eq(Arc::as_ptr(&wt.registry), self));
+        match place.target {
+            place::Target::Anywhere => Route::Local,
+            place::Target::Node(id) => match self.topology.node_index(id) {
+                Some(n) => Route::Node {
+                    node: self.redirect[n],
+                    strict,
+                },
+                None => Route::Local,
+            },
+            place::Target::Worker(w) if w < self.workers.len() => {
+                Route::Worker { worker: w, strict }
+            }
+            place::Target::Worker(_) => Route::Local,
+            place::Target::After(key) => {
+                match self.recent[key as usize % RECENT_SLOTS].load(Ordering::Relaxed) {
+                    0 => Route::Local,
+                    w => Route::Worker {
+                        worker: w - 1,
+                        strict,
+                    },
+                }
+            }
+            place::Target::Pushed => {
+                let candidates: Vec<usize> = (0..self.node_workers.len())
+                    .filter(|&n| !self.node_workers[n].is_empty())
+                    .collect();
+                let random = || match here {
+                    Some(wt) => wt.next_random(),
+                    None => self.inject_round_robin.fetch_add(1, Ordering::Relaxed),
+                };
+                match place::push_target(
+                    &place.data,
+                    self.push_threshold,
+                    &candidates,
+                    here.map(|wt| wt.node),
+                    |id| self.topology.node_index(id).map(|n| self.redirect[n]),
+                    |a, b| self.topology.distance_by_index(a, b),
+                    random,
+                ) {
+                    Some(node) => Route::Node { node, strict },
+                    None => Route::Local,
+                }
+            }
+        }
+    }
+
+    /// Sends a placed job where `route` says.
+    pub(crate) fn push_routed(&self, route: Route, job: JobRef) {
+        let route = match route {
+            Route::Node { node, strict } if self.distribution != Distribution::SharedQueue => {
+                let ws = &self.node_workers[node];
+                let worker = match self.distribution {
+                    Distribution::RoundRobin => {
+                        ws[self.round_robin[node].fetch_add(1, Ordering::Relaxed) % ws.len()]
+                    }
+                    _ => *ws
+                        .iter()
+                        .min_by_key(|&&w| {
+                            let info = &self.workers[w];
+                            info.hint_inbox.len() + info.strict_inbox.len()
+                        })
+                        .expect("a routed node has workers"),
+                };
+                Route::Worker { worker, strict }
+            }
+            r => r,
+        };
+        if let Some(wt) = WorkerThread::current() {
+            let to_other_node = match route {
+                Route::Node { node, .. } => node != wt.node,
+                Route::Worker { worker, .. } => self.workers[worker].seat.node != wt.node,
+                Route::Local => false,
+            };
+            if to_other_node && std::ptr::eq(Arc::as_ptr(&wt.registry), self) {
+                bump(&wt.info().stats.pushed, 1);
+            }
+        }
+        match route {
+            Route::Local => self.push_or_inject(job),
+            Route::Node {
+                node,
+                strict: false,
+            } => {
+                self.hint_queues[node].push(job);
+                // Another node may help only when this one is all busy.
+                self.sleep.new_work_on_node(node, self.node_all_busy(node));
+            }
+            Route::Node { node, strict: true } => {
+                self.strict_queues[node].push(job);
+                self.sleep.new_work_on_node(node, false);
+            }
+            Route::Worker { worker, strict } => {
+                let info = &self.workers[worker];
+                if strict {
+                    info.strict_inbox.push(job);
+                } else {
+                    info.hint_inbox.push(job);
+                }
+                self.sleep.new_work_for_worker(worker);
+            }
+        }
+    }
+
+    /// Book-keeping when a placed task starts on the current worker:
+    /// counts it, its declared bytes (local or not) and, for temporal
+    /// places, remembers the worker.
+    pub(crate) fn record_placed_run(&self, data: &[Access], key: Option<u64>) {
+        let Some(wt) = WorkerThread::current() else {
+            return;
+        };
+        if !std::ptr::eq(Arc::as_ptr(&wt.registry), self) {
+            return;
+        }
+        let stats = &wt.info().stats;
+        bump(&stats.placed, 1);
+        if !data.is_empty() {
+            let here = self.topology.nodes()[wt.node].id();
+            let (mut all, mut local) = (0, 0);
+            for a in data {
+                all += a.bytes;
+                if a.node == Some(here) {
+                    local += a.bytes;
+                }
+            }
+            bump(&stats.declared_bytes, all);
+            bump(&stats.local_bytes, local);
+        }
+        if let Some(key) = key {
+            self.recent[key as usize % RECENT_SLOTS].store(wt.index + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether every worker of node index `node` is running a job (so a
+    /// hint placed there may be taken by another node).
+    fn node_all_busy(&self, node: usize) -> bool {
+        self.node_workers[node]
+            .iter()
+            .all(|&w| self.workers[w].busy.load(Ordering::Relaxed))
+    }
+
+    /// A snapshot of the statistics.
+    pub(crate) fn stats(&self) -> PoolStats {
+        let topo = &self.topology;
+        let mut out = PoolStats {
+            nodes: topo
+                .nodes()
+                .iter()
+                .map(|n| NodeStats {
+                    node: n.id(),
+                    jobs: 0,
+                    placed: 0,
+                })
+                .collect(),
+            ..PoolStats::default()
+        };
+        let mut remote = vec![0u64; topo.nodes().len()];
+        let mut remote_by_distance: std::collections::BTreeMap<u32, u64> = Default::default();
+        for info in &self.workers {
+            let s = &info.stats;
+            let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+            let n = &mut out.nodes[info.seat.node];
+            n.jobs += get(&s.jobs);
+            n.placed += get(&s.placed);
+            out.from_own_queues += get(&s.from_own_queues);
+            out.steals_same_l3 += get(&s.steals_l3);
+            out.steals_same_node += get(&s.steals_node);
+            out.pushed += get(&s.pushed);
+            out.declared_bytes += get(&s.declared_bytes);
+            out.local_bytes += get(&s.local_bytes);
+            for (v, c) in s.steals_remote.iter().enumerate() {
+                let c = get(c);
+                if c > 0 {
+                    remote[v] += c;
+                    *remote_by_distance
+                        .entry(topo.distance_by_index(info.seat.node, v))
+                        .or_default() += c;
+                }
+            }
+        }
+        out.steals_remote = remote_by_distance.into_iter().collect();
+        out
+    }
+
+    /// Zeroes the statistics.
+    pub(crate) fn reset_stats(&self) {
+        for info in &self.workers {
+            info.stats.reset();
+        }
     }
 
     /// Runs `op` on a worker of this pool and returns its value: directly
@@ -385,6 +673,31 @@ impl Registry {
         self.push_or_inject(job);
     }
 
+    /// [`Registry::spawn_static`] at `place`.
+    pub(crate) fn spawn_static_placed<F: FnOnce() + Send + 'static>(
+        self: &Arc<Self>,
+        place: &Place,
+        f: F,
+    ) {
+        self.terminate_count.fetch_add(1, Ordering::Relaxed);
+        let registry = Arc::clone(self);
+        let data = place.data.clone();
+        let key = match place.target {
+            place::Target::After(k) => Some(k),
+            _ => None,
+        };
+        let job = HeapJob::new(move || {
+            registry.record_placed_run(&data, key);
+            if let Err(p) = super::job::halt_unwinding(f) {
+                registry.handle_panic(p);
+            }
+            registry.terminate();
+        });
+        // SAFETY: the body is 'static.
+        let job = unsafe { job.into_job_ref() };
+        self.push_routed(self.route(place), job);
+    }
+
     /// Pushes on the current worker's deque when it belongs to this pool,
     /// otherwise injects.
     pub(crate) fn push_or_inject(&self, job: JobRef) {
@@ -417,6 +730,33 @@ impl Registry {
         if self.terminate_count.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.terminating.store(true, Ordering::SeqCst);
             self.sleep.wake_all();
+        }
+    }
+}
+
+/// Takes one job from an injector, retrying on contention.
+#[inline]
+fn steal_from(q: &Injector<JobRef>) -> Option<JobRef> {
+    if q.is_empty() {
+        return None;
+    }
+    loop {
+        match q.steal() {
+            Steal::Success(job) => return Some(job),
+            Steal::Empty => return None,
+            Steal::Retry => std::hint::spin_loop(),
+        }
+    }
+}
+
+/// Takes one job from a worker's deque, retrying on contention.
+#[inline]
+fn steal_from_stealer(s: &Stealer<JobRef>) -> Option<JobRef> {
+    loop {
+        match s.steal() {
+            Steal::Success(job) => return Some(job),
+            Steal::Empty => return None,
+            Steal::Retry => std::hint::spin_loop(),
         }
     }
 }
@@ -523,7 +863,7 @@ impl WorkerThread {
         }
     }
 
-    fn next_random(&self) -> usize {
+    pub(crate) fn next_random(&self) -> usize {
         // xorshift64
         let mut x = self.rng.get();
         x ^= x << 13;
@@ -533,28 +873,72 @@ impl WorkerThread {
         x as usize
     }
 
-    /// One look at every place work could be, in this worker's plan order.
+    /// One look at every place work could be: own deque, own inboxes,
+    /// own node's strict queue, then the plan's victims in order.
     fn find_work(&self) -> Option<JobRef> {
         if let Some(job) = self.deque.pop() {
             return Some(job);
         }
         let reg = &*self.registry;
-        reg.plans[self.index].visit(
+        let me = self.info();
+        let stats = &me.stats;
+        for q in [
+            &me.strict_inbox,
+            &me.hint_inbox,
+            &reg.strict_queues[self.node],
+            &reg.hint_queues[self.node],
+        ] {
+            if let Some(job) = steal_from(q) {
+                bump(&stats.jobs, 1);
+                bump(&stats.from_own_queues, 1);
+                return Some(job);
+            }
+        }
+        let places = reg.policy.honours_places();
+        let found = reg.plans[self.index].visit(
             || self.next_random(),
-            |target| {
-                let steal = || match target {
-                    Target::Worker(v) => reg.workers[v].stealer.steal(),
-                    Target::NodeQueue(q) => reg.node_queues[q].steal(),
-                };
-                loop {
-                    match steal() {
-                        Steal::Success(job) => return Some(job),
-                        Steal::Empty => return None,
-                        Steal::Retry => std::hint::spin_loop(),
-                    }
+            |target| match target {
+                Target::Worker(v) => {
+                    let victim = &reg.workers[v];
+                    let job = steal_from_stealer(&victim.stealer).or_else(|| {
+                        // A hint for a worker of my node, or for a busy one.
+                        let ok = !places
+                            || victim.seat.node == self.node
+                            || victim.busy.load(Ordering::Relaxed);
+                        if ok {
+                            steal_from(&victim.hint_inbox)
+                        } else {
+                            None
+                        }
+                    })?;
+                    Some((job, Some(v), victim.seat.node))
                 }
+                Target::NodeQueue(q) => steal_from(&reg.node_queues[q])
+                    .or_else(|| {
+                        // Hints of my node were looked at above.
+                        let ok = places && q != self.node && reg.node_all_busy(q);
+                        if ok {
+                            steal_from(&reg.hint_queues[q])
+                        } else {
+                            None
+                        }
+                    })
+                    .map(|job| (job, None, q)),
             },
-        )
+        );
+        let (job, victim, node) = found?;
+        bump(&stats.jobs, 1);
+        let counter = if node != self.node {
+            &stats.steals_remote[node]
+        } else {
+            match victim {
+                None => &stats.from_own_queues,
+                Some(v) if reg.workers[v].seat.group == me.seat.group => &stats.steals_l3,
+                Some(_) => &stats.steals_node,
+            }
+        };
+        bump(counter, 1);
+        Some(job)
     }
 
     /// Asks the nearest busy worker without a pending request to expose a

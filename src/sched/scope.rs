@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::job::{halt_unwinding, HeapJob};
 use super::latch::{CoreLatch, CountLatch, CountLatchKind, Latch, LockLatch};
+use super::place::Place;
 use super::registry::{global_registry, Registry, WorkerThread};
 
 /// A scope in which tasks borrowing from the enclosing stack frame can be
@@ -153,9 +154,73 @@ impl<'scope> Scope<'scope> {
         self.spawn_to(None, body)
     }
 
+    /// Spawns `body` at `place`: on its node or worker, as a hint or
+    /// strictly (see [`Place`]), under the `Locality` policies; like
+    /// [`spawn`](Self::spawn) under `Flat` and `Hierarchical`. Declared data
+    /// counts in the pool's [locality ratio](crate::PoolStats::locality_ratio)
+    /// under every policy.
+    ///
+    /// ```
+    /// use terroir::{Place, Policy, ThreadPoolBuilder};
+    /// use terroir::numa::Topology;
+    /// // Two described nodes (unpinned), strict places: each task runs on
+    /// // a worker of the node it names.
+    /// let topo = Topology::builder().nodes(2).pus_per_l3(2).build().unwrap();
+    /// let pool = ThreadPoolBuilder::new()
+    ///     .topology(topo)
+    ///     .pin(false)
+    ///     .policy(Policy::StrictLocality)
+    ///     .build()
+    ///     .unwrap();
+    /// let ran_on = std::sync::Mutex::new(Vec::new());
+    /// pool.scope(|s| {
+    ///     for node in 0..2 {
+    ///         let place = pool.node(node).unwrap();
+    ///         let (pool, ran_on) = (&pool, &ran_on);
+    ///         s.spawn_on(&place, move |_| {
+    ///             let w = terroir::current_thread_index().unwrap();
+    ///             ran_on.lock().unwrap().push((node, pool.worker_node_index(w).unwrap()));
+    ///         });
+    ///     }
+    /// });
+    /// for (asked, ran) in ran_on.into_inner().unwrap() {
+    ///     assert_eq!(asked, ran);
+    /// }
+    /// ```
+    pub fn spawn_on<BODY>(&self, place: &Place, body: BODY)
+    where
+        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        let route = self.registry.route(place);
+        let data = place.data.clone();
+        let key = match place.target {
+            super::place::Target::After(k) => Some(k),
+            _ => None,
+        };
+        let registry = Arc::clone(&self.registry);
+        self.spawn_job(
+            move |s| {
+                registry.record_placed_run(&data, key);
+                body(s)
+            },
+            |registry, job| registry.push_routed(route, job),
+        );
+    }
+
     /// Spawns `body` on the shared queue of node `node` (an index into the
     /// pool topology's nodes), or like [`spawn`](Self::spawn) for `None`.
     pub(crate) fn spawn_to<BODY>(&self, node: Option<usize>, body: BODY)
+    where
+        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        self.spawn_job(body, |registry, job| match node {
+            Some(n) => registry.push_to_node(n, job),
+            None => registry.push_or_inject(job),
+        })
+    }
+
+    /// Wraps `body` in a job counted by the scope and hands it to `push`.
+    fn spawn_job<BODY>(&self, body: BODY, push: impl FnOnce(&Registry, super::job::JobRef))
     where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
@@ -175,10 +240,7 @@ impl<'scope> Scope<'scope> {
         // SAFETY: the job borrows only `'scope` data and the scope, both
         // alive until the count latch (which it decrements) reaches zero.
         let job = unsafe { job.into_job_ref() };
-        match node {
-            Some(n) => self.registry.push_to_node(n, job),
-            None => self.registry.push_or_inject(job),
-        }
+        push(&self.registry, job);
     }
 
     fn job_panicked(&self, payload: Box<dyn Any + Send + 'static>) {

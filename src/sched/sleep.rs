@@ -144,6 +144,55 @@ impl Sleep {
         }
     }
 
+    /// New work was published that `node`'s workers should take first (a
+    /// placed task, a first-touch share), or only they may take (a strict
+    /// task). Unlike [`Sleep::new_work`], a searcher elsewhere is no reason
+    /// to skip the wake-up (it may not, or should not, take the task), so a
+    /// sleeper of `node` is woken whenever one sleeps. When none does,
+    /// every worker of `node` is awake and will look at the node's queues
+    /// before it parks (the same fence pairing as `new_work`); then, if
+    /// `others_may_help`, a sleeper elsewhere is woken as by `new_work`.
+    #[inline]
+    pub(crate) fn new_work_on_node(&self, node: usize, others_may_help: bool) {
+        fence(Ordering::SeqCst);
+        let s = self.state.load(Ordering::Relaxed);
+        if sleeping(s) > 0 && !self.wake_one_of(node) && others_may_help && searching(s) == 0 {
+            self.wake_one(node);
+        }
+    }
+
+    /// New work only worker `w` may take (or should take first).
+    #[inline]
+    pub(crate) fn new_work_for_worker(&self, w: usize) {
+        fence(Ordering::SeqCst);
+        let s = self.state.load(Ordering::Relaxed);
+        if sleeping(s) > 0 {
+            self.wake_specific(w);
+        }
+    }
+
+    /// Wakes one sleeper of `node` as a searcher, if one sleeps; returns
+    /// whether one did.
+    #[cold]
+    fn wake_one_of(&self, node: usize) -> bool {
+        let woken = {
+            let mut idle = lock(&self.idle);
+            let w = idle.get_mut(node).and_then(Vec::pop);
+            if w.is_some() {
+                self.state
+                    .fetch_add(ONE_SEARCHING.wrapping_sub(ONE_SLEEPING), Ordering::SeqCst);
+            }
+            w
+        };
+        match woken {
+            Some(w) => {
+                self.parkers[w].unpark(Wake::AsSearcher);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Wakes one sleeper, preferring `node`'s, as a searcher.
     #[cold]
     fn wake_one(&self, node: usize) {
