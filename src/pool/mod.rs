@@ -5,5 +5,10 @@
 //! nodes and memory policies, not workers or tasks.
 
 mod placed;
+mod slab;
 
 pub use placed::{NodeBox, NodeVec, Placement};
+pub use slab::{
+    flush_thread_cache, set_thread_node, thread_node, NodeLocalAlloc, SlabStats, SlabError,
+    SlabPool,
+};
