@@ -15,6 +15,12 @@
 //!   chasing through memory far larger than the caches. This is the tree of
 //!   chili's benchmark, closer to what users do than an implicit array.
 //!
+//! - `spawn_tree_18`: a scope in which every task spawns two tasks, down to
+//!   2^18 leaves (524,287 spawns): the cost of a heap-allocated task frame
+//!   (allocation, queueing, the scope's counter), which `join` never pays.
+//!   No sequential runner: there is nothing to spawn; a one-thread terroir
+//!   pool shows the cost of a spawn without stealing or waking.
+//!
 //! Runners, for each workload:
 //!
 //! - `sequential`: the same recursion with the join replaced by two calls;
@@ -39,6 +45,7 @@
 //! run takes a couple of minutes on a 2-core machine.
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
@@ -272,5 +279,69 @@ fn overhead(c: &mut Criterion) {
     drop(large);
 }
 
-criterion_group!(benches, overhead);
+const SPAWN_DEPTH: u32 = 18;
+
+fn spawn_tree_terroir<'s>(s: &terroir::Scope<'s>, depth: u32, leaves: &'s AtomicU64) {
+    if depth == 0 {
+        leaves.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    s.spawn(move |s| spawn_tree_terroir(s, depth - 1, leaves));
+    s.spawn(move |s| spawn_tree_terroir(s, depth - 1, leaves));
+}
+
+fn spawn_tree_rayon<'s>(s: &rayon::Scope<'s>, depth: u32, leaves: &'s AtomicU64) {
+    if depth == 0 {
+        leaves.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    s.spawn(move |s| spawn_tree_rayon(s, depth - 1, leaves));
+    s.spawn(move |s| spawn_tree_rayon(s, depth - 1, leaves));
+}
+
+/// `spawn_tree_18`: scoped spawns only (see the module docs).
+fn spawns(c: &mut Criterion) {
+    let terroir: Vec<(Policy, terroir::ThreadPool)> =
+        Policy::ALL.iter().map(|&p| (p, terroir_pool(p))).collect();
+    let rayon = rayon_pool();
+    let expected = 1u64 << SPAWN_DEPTH;
+    let mut group = c.benchmark_group(format!("spawn_tree_{SPAWN_DEPTH}"));
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5))
+        .sampling_mode(SamplingMode::Flat);
+    for (policy, pool) in &terroir {
+        group.bench_function(format!("terroir/{policy}"), |b| {
+            b.iter(|| {
+                let leaves = AtomicU64::new(0);
+                pool.scope(|s| spawn_tree_terroir(s, SPAWN_DEPTH, &leaves));
+                assert_eq!(leaves.into_inner(), expected);
+            })
+        });
+    }
+    // One worker: the cost of a spawn (frame, deque, scope counter) with
+    // no stealing or waking to blur it.
+    let single = terroir::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("cannot build a one-thread terroir pool");
+    group.bench_function("terroir-1-thread/hierarchical", |b| {
+        b.iter(|| {
+            let leaves = AtomicU64::new(0);
+            single.scope(|s| spawn_tree_terroir(s, SPAWN_DEPTH, &leaves));
+            assert_eq!(leaves.into_inner(), expected);
+        })
+    });
+    group.bench_function("rayon", |b| {
+        b.iter(|| {
+            let leaves = AtomicU64::new(0);
+            rayon.scope(|s| spawn_tree_rayon(s, SPAWN_DEPTH, &leaves));
+            assert_eq!(leaves.into_inner(), expected);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, overhead, spawns);
 criterion_main!(benches);

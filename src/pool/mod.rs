@@ -9,6 +9,6 @@ mod slab;
 
 pub use placed::{NodeBox, NodeVec, Placement};
 pub use slab::{
-    flush_thread_cache, set_thread_node, thread_node, NodeLocalAlloc, SlabStats, SlabError,
-    SlabPool,
+    flush_thread_cache, set_thread_node, thread_node, NodeLocalAlloc, SlabError, SlabPool,
+    SlabStats,
 };

@@ -2,15 +2,19 @@
 //!
 //! A [`JobRef`] is a pointer plus a function that knows the pointee's type.
 //! [`StackJob`] lives on the stack of the thread that waits for it (the `b`
-//! half of `join`, the body of `install`); [`HeapJob`] is boxed (scoped and
-//! global spawns).
+//! half of `join`, the body of `install`); [`HeapJob`] lives in a block of the
+//! node-local slab pool (scoped and global spawns).
 
+use std::alloc::Layout;
 use std::any::Any;
 use std::cell::UnsafeCell;
 use std::mem;
 use std::panic::{self, AssertUnwindSafe};
+use std::ptr::NonNull;
 
 use super::latch::Latch;
+use crate::numa::NodeId;
+use crate::pool::SlabPool;
 
 /// A type-erased job. Whoever holds it may execute it exactly once.
 #[derive(Clone, Copy, Debug)]
@@ -128,24 +132,46 @@ where
     }
 }
 
-/// A boxed job, for spawned work that outlives the spawner's frame.
+/// A heap job, for spawned work that outlives the spawner's frame.
+///
+/// Its frame comes from the node-local slab pool ([`SlabPool`]): on the
+/// spawning thread's node by default (a worker's node: the spawner usually
+/// runs its own spawns), or on the node the task is placed on. The frame is
+/// freed (back to the runner's cache, or batched home when the runner is on
+/// another node) before the body runs, so a chain of spawns reuses one
+/// cache-hot block.
 pub(crate) struct HeapJob<BODY> {
     body: BODY,
 }
 
 impl<BODY: FnOnce() + Send> HeapJob<BODY> {
-    pub(crate) fn new(body: BODY) -> Box<Self> {
-        Box::new(HeapJob { body })
+    #[inline]
+    pub(crate) fn new(body: BODY) -> Self {
+        HeapJob { body }
     }
 
-    /// Leaks the box into a [`JobRef`] that frees it when executed.
+    /// Moves the job into a frame on `node` (the calling thread's node for
+    /// `None`, or when this process may not allocate on `node`) and returns
+    /// a [`JobRef`] that frees the frame when executed.
     ///
     /// # Safety
     /// Everything `BODY` borrows must outlive the job's execution (scopes
     /// guarantee it by waiting; global spawns require `'static`).
-    pub(crate) unsafe fn into_job_ref(self: Box<Self>) -> JobRef {
+    pub(crate) unsafe fn into_job_ref(self, node: Option<NodeId>) -> JobRef {
+        let layout = Layout::new::<Self>();
+        let pool = SlabPool::global();
+        let frame = match node {
+            Some(n) => pool.alloc_on(n, layout).or_else(|_| pool.alloc(layout)),
+            None => pool.alloc(layout),
+        }
+        .unwrap_or_else(|_| std::alloc::handle_alloc_error(layout))
+        .cast::<Self>();
+        // SAFETY: `frame` is a fresh block of at least `layout`'s size and
+        // alignment (the slab pool's contract; zero-sized layouts get a
+        // 16-byte block), owned by us until `execute` frees it.
+        unsafe { frame.as_ptr().write(self) };
         JobRef {
-            pointer: Box::into_raw(self) as *const (),
+            pointer: frame.as_ptr() as *const (),
             execute_fn: Self::execute,
         }
     }
@@ -153,9 +179,16 @@ impl<BODY: FnOnce() + Send> HeapJob<BODY> {
     /// # Safety
     /// `this` came from `into_job_ref` and is executed once.
     unsafe fn execute(this: *const ()) {
-        // SAFETY: `this` is the pointer leaked by `into_job_ref` (contract).
-        let this = unsafe { Box::from_raw(this as *mut Self) };
-        (this.body)();
+        let frame = this as *mut Self;
+        // SAFETY: `this` is the frame written by `into_job_ref` (contract),
+        // read once; after the read the frame holds no live value.
+        let job = unsafe { frame.read() };
+        // SAFETY: the frame came from the slab pool with this layout and is
+        // not used again (the job was moved out above).
+        unsafe {
+            SlabPool::global().dealloc(NonNull::new_unchecked(frame.cast()), Layout::new::<Self>())
+        };
+        (job.body)();
     }
 }
 

@@ -322,6 +322,15 @@ impl Registry {
                     Ok(())
                 };
                 let ok = pinned.is_ok();
+                if ok && reg.pinned {
+                    // Task frames and other small allocations of this
+                    // worker come from its node's slabs. If the process may
+                    // not allocate on that node (a cpuset with the CPU but
+                    // not the memory), the slab pool keeps its documented
+                    // choice: the lowest allowed node (`thread_node`).
+                    let node = reg.topology.nodes()[reg.workers[index].seat.node].id();
+                    let _ = crate::pool::set_thread_node(node);
+                }
                 let _ = tx.send(pinned.map_err(|source| ThreadPoolBuildError::Pin {
                     worker: index,
                     cpu,
@@ -458,6 +467,22 @@ impl Registry {
                 }
             }
         }
+    }
+
+    /// The node a placed job's frame should live on: the node it is sent
+    /// to, when the workers are pinned to the machine's real nodes (on a
+    /// described topology the node numbers need not exist). `None`: the
+    /// spawning thread's node.
+    pub(crate) fn frame_node(&self, route: Route) -> Option<numa::NodeId> {
+        if !self.pinned {
+            return None;
+        }
+        let node = match route {
+            Route::Local => return None,
+            Route::Node { node, .. } => node,
+            Route::Worker { worker, .. } => self.workers[worker].seat.node,
+        };
+        Some(self.topology.nodes()[node].id())
     }
 
     /// Sends a placed job where `route` says.
@@ -669,7 +694,7 @@ impl Registry {
             registry.terminate();
         });
         // SAFETY: the body is 'static.
-        let job = unsafe { job.into_job_ref() };
+        let job = unsafe { job.into_job_ref(None) };
         self.push_or_inject(job);
     }
 
@@ -693,9 +718,10 @@ impl Registry {
             }
             registry.terminate();
         });
+        let route = self.route(place);
         // SAFETY: the body is 'static.
-        let job = unsafe { job.into_job_ref() };
-        self.push_routed(self.route(place), job);
+        let job = unsafe { job.into_job_ref(self.frame_node(route)) };
+        self.push_routed(route, job);
     }
 
     /// Pushes on the current worker's deque when it belongs to this pool,

@@ -203,6 +203,7 @@ impl<'scope> Scope<'scope> {
                 registry.record_placed_run(&data, key);
                 body(s)
             },
+            self.registry.frame_node(route),
             |registry, job| registry.push_routed(route, job),
         );
     }
@@ -213,15 +214,24 @@ impl<'scope> Scope<'scope> {
     where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        self.spawn_job(body, |registry, job| match node {
+        let frame_node = match node {
+            Some(n) if self.registry.is_pinned() => Some(self.registry.topology().nodes()[n].id()),
+            _ => None,
+        };
+        self.spawn_job(body, frame_node, |registry, job| match node {
             Some(n) => registry.push_to_node(n, job),
             None => registry.push_or_inject(job),
         })
     }
 
-    /// Wraps `body` in a job counted by the scope and hands it to `push`.
-    fn spawn_job<BODY>(&self, body: BODY, push: impl FnOnce(&Registry, super::job::JobRef))
-    where
+    /// Wraps `body` in a job counted by the scope, with its frame on
+    /// `frame_node` (see [`HeapJob::into_job_ref`]), and hands it to `push`.
+    fn spawn_job<BODY>(
+        &self,
+        body: BODY,
+        frame_node: Option<crate::numa::NodeId>,
+        push: impl FnOnce(&Registry, super::job::JobRef),
+    ) where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
         let scope = ScopePtr(self as *const Self);
@@ -239,7 +249,7 @@ impl<'scope> Scope<'scope> {
         self.latch.increment();
         // SAFETY: the job borrows only `'scope` data and the scope, both
         // alive until the count latch (which it decrements) reaches zero.
-        let job = unsafe { job.into_job_ref() };
+        let job = unsafe { job.into_job_ref(frame_node) };
         push(&self.registry, job);
     }
 
