@@ -229,7 +229,8 @@ impl Place {
     /// weigh twice). Regions below the pool's threshold (default 10 kB, see
     /// [`ThreadPoolBuilder::push_threshold`](crate::ThreadPoolBuilder::push_threshold))
     /// are ignored; when nothing is left, or the spawning node is among the
-    /// cheapest, the task stays local; other ties are broken at random.
+    /// cheapest, the task stays local (on the spawner's deque, or, when
+    /// strict, on the spawner's node); other ties are broken at random.
     pub fn pushed(accesses: impl IntoIterator<Item = Access>) -> Place {
         Place {
             target: Target::Pushed,

@@ -29,7 +29,9 @@ pub(crate) struct WorkerInfo {
     busy: AtomicBool,
     seat: Seat,
     cpu: u32,
-    /// Placed tasks for this worker that others may take when it is busy.
+    /// Placed tasks for this worker: other workers of its node may take
+    /// them, other nodes' workers only while every worker of its node is
+    /// busy.
     hint_inbox: Injector<JobRef>,
     /// Placed tasks only this worker may run.
     strict_inbox: Injector<JobRef>,
@@ -463,7 +465,15 @@ impl Registry {
                     random,
                 ) {
                     Some(node) => Route::Node { node, strict },
-                    None => Route::Local,
+                    // The local node wins (or no region counts): a strict
+                    // task stays on the spawner's node, a hint on its deque.
+                    None => match here {
+                        Some(wt) if strict => Route::Node {
+                            node: wt.node,
+                            strict,
+                        },
+                        _ => Route::Local,
+                    },
                 }
             }
         }
@@ -927,10 +937,10 @@ impl WorkerThread {
                 Target::Worker(v) => {
                     let victim = &reg.workers[v];
                     let job = steal_from_stealer(&victim.stealer).or_else(|| {
-                        // A hint for a worker of my node, or for a busy one.
-                        let ok = !places
-                            || victim.seat.node == self.node
-                            || victim.busy.load(Ordering::Relaxed);
+                        // A hint for a worker of my node, or of a node whose
+                        // workers are all busy.
+                        let node = victim.seat.node;
+                        let ok = !places || node == self.node || reg.node_all_busy(node);
                         if ok {
                             steal_from(&victim.hint_inbox)
                         } else {
