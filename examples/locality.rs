@@ -34,7 +34,10 @@
 //! tests/vm/run.sh --nodes 4 --example locality -- --quick    # 4 emulated nodes
 //! ```
 //!
-//! Options: `--quick` (sizes for the emulated guest), `--threads N`,
+//! Options: `--quick` (sizes for the emulated guest), `--expect-locality`
+//! (on several nodes, fail unless `StrictLocality` reaches a ratio of 0.95
+//! and `Locality` 0.90 on both workloads: CI runs it in the 4-node guest),
+//! `--threads N`,
 //! `--depth D` (village tree depth, default 5: 341 villages), `--patients P`
 //! (per village, default 16384), `--steps S` (default 20), `--grid N`
 //! (N x N cells, default 2048), `--iters I` (default 20), `--blocks B`
@@ -49,8 +52,8 @@ use terroir::pool::NodeVec;
 use terroir::{Place, Policy, ThreadPool, ThreadPoolBuilder};
 
 const USAGE: &str = "\
-usage: locality [--quick] [--threads N] [--depth D] [--patients P] [--steps S]
-                [--grid N] [--iters I] [--blocks B]";
+usage: locality [--quick] [--expect-locality] [--threads N] [--depth D]
+                [--patients P] [--steps S] [--grid N] [--iters I] [--blocks B]";
 
 struct Args {
     threads: Option<usize>,
@@ -60,6 +63,7 @@ struct Args {
     grid: usize,
     iters: usize,
     blocks: usize,
+    expect: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -71,6 +75,7 @@ fn parse_args() -> Result<Args, String> {
         grid: 2048,
         iters: 20,
         blocks: 32,
+        expect: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -83,9 +88,25 @@ fn parse_args() -> Result<Args, String> {
             a.blocks = 16;
             continue;
         }
+        if flag == "--expect-locality" {
+            a.expect = true;
+            continue;
+        }
         if flag == "-h" || flag == "--help" {
             println!("{USAGE}");
             exit(0);
+        }
+        const VALUED: [&str; 7] = [
+            "--threads",
+            "--depth",
+            "--patients",
+            "--steps",
+            "--grid",
+            "--iters",
+            "--blocks",
+        ];
+        if !VALUED.contains(&flag.as_str()) {
+            return Err(format!("unknown option {flag}\n{USAGE}"));
         }
         let value = it
             .next()
@@ -412,6 +433,18 @@ fn main() {
                 "locality workload={name} policy={policy} nodes={} ratio={ratio:.3} time_s={time:.3}",
                 nodes.len()
             );
+            let floor = match policy {
+                Policy::StrictLocality => 0.95,
+                Policy::Locality => 0.90,
+                _ => 0.0,
+            };
+            if args.expect && nodes.len() > 1 && ratio < floor {
+                println!(
+                    "check workload={name} policy={policy} FAILED: ratio {ratio:.3} is below \
+                     the expected {floor:.2}"
+                );
+                failed = true;
+            }
             if got == expected {
                 println!("check workload={name} policy={policy} ok");
             } else {
