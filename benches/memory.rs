@@ -15,6 +15,11 @@
 //!   the clock stops when the consumer has freed every batch. This is the
 //!   pattern of task frames allocated by one worker and freed by another.
 //!
+//! - `locate`: where the pages of a placed 512 KiB and 8 MiB vector are:
+//!   a full page query (`move_pages` on every page), a sampled one (every
+//!   16th page, Drebes §4.4), and `NodeVec::home` (what `Place::data` uses,
+//!   no system call). Throughput is in pages.
+//!
 //! Run it with:
 //!
 //! ```text
@@ -32,7 +37,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use terroir::pool::NodeLocalAlloc;
+use terroir::numa::Sample;
+use terroir::pool::{NodeLocalAlloc, NodeVec};
 
 const BATCH: usize = 1000;
 const SIZES: [usize; 3] = [64, 128, 256];
@@ -168,5 +174,39 @@ fn cross_thread(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, same_thread, cross_thread);
+/// Page-location queries on a placed vector: a full `move_pages` query,
+/// a sampled one (every 16th page, the default), and the home-node lookup
+/// a data place uses (no system call).
+fn locate(c: &mut Criterion) {
+    let node = terroir::numa::mems_allowed()
+        .expect("mems_allowed")
+        .iter()
+        .next()
+        .map(terroir::numa::NodeId::new)
+        .expect("at least one allowed node");
+    let mut group = c.benchmark_group("locate");
+    group
+        .sample_size(30)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    for kib in [512usize, 8 << 10] {
+        let v = NodeVec::from_elem_on(1u8, kib << 10, node).expect("placed vector");
+        let pages = v.locate(Sample::All).expect("full query").pages();
+        group.throughput(Throughput::Elements(pages as u64));
+        group.bench_with_input(BenchmarkId::new("full", format!("{kib}KiB")), &v, |b, v| {
+            b.iter(|| black_box(v.locate(Sample::All).unwrap().majority()))
+        });
+        group.bench_with_input(
+            BenchmarkId::new("every16", format!("{kib}KiB")),
+            &v,
+            |b, v| b.iter(|| black_box(v.locate(Sample::default()).unwrap().majority())),
+        );
+        group.bench_with_input(BenchmarkId::new("home", format!("{kib}KiB")), &v, |b, v| {
+            b.iter(|| black_box(black_box(v).home()))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, same_thread, cross_thread, locate);
 criterion_main!(benches);

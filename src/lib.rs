@@ -21,6 +21,16 @@
 //! - **Cheap `join`**: the continuation stays private until an idle worker
 //!   asks for work, so a fork-join program pays no deque operation per join
 //!   (see `src/sched/README.md`).
+//! - **Placed memory** ([`pool::NodeVec`], [`pool::NodeBox`],
+//!   [`pool::SlabPool`], [`pool::NodeLocalAlloc`]) bound to a node before
+//!   first touch, and the memory-policy system calls behind them
+//!   ([`numa::bind_memory`], [`numa::locate`], [`numa::migrate`]).
+//! - **Data affinity** ([`Scope::spawn_on`], [`ThreadPool::spawn_on`] with
+//!   a [`Place`]): run a task on a node, a worker, the node of its data, the
+//!   worker that last ran its key, or the node its declared accesses are
+//!   cheapest from; as a hint ([`Policy::Locality`]) or strictly
+//!   ([`Policy::StrictLocality`], [`Place::strict`]); [`PoolStats`] counts
+//!   steals by level and the locality ratio of declared data.
 //!
 //! ```
 //! use terroir::{Policy, ThreadPoolBuilder};
@@ -56,3 +66,8 @@ pub use sched::{
     Distribution, NodeStats, Place, PlaceError, Policy, PoolStats, Scope, ThreadPool,
     ThreadPoolBuildError, ThreadPoolBuilder,
 };
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
