@@ -59,10 +59,11 @@
 
 pub mod numa;
 pub mod pool;
+pub mod report;
 pub mod sched;
 
 pub use sched::{
-    current_num_threads, current_thread_index, in_place_scope, join, scope, spawn, Access,
+    current_num_threads, current_thread_index, in_place_scope, join, label, scope, spawn, Access,
     Distribution, NodeStats, Place, PlaceError, Policy, PoolStats, Scope, ThreadPool,
     ThreadPoolBuildError, ThreadPoolBuilder,
 };

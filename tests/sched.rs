@@ -514,3 +514,27 @@ proptest! {
         prop_assert_eq!(pool.install(|| fib(10)), 55);
     }
 }
+
+/// Workers that went to sleep during a sequential phase must help with a
+/// `join`-only phase that follows: a sleeping worker makes no new steal
+/// requests, so the request it left before parking, or the joiner's check
+/// for unwatched sleepers, must bring it back.
+#[test]
+fn join_after_an_idle_phase_runs_in_parallel() {
+    let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let (a, b) = pool.install(|| {
+        // Long enough for the other worker to stop searching and park.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        terroir::join(
+            || {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                terroir::current_thread_index()
+            },
+            || {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                terroir::current_thread_index()
+            },
+        )
+    });
+    assert_ne!(a, b, "both halves of the join ran on worker {a:?}");
+}

@@ -2,6 +2,7 @@
 //! rayon-compatible `join` / `scope` / `spawn` API. The protocols are
 //! described in `README.md` beside this file.
 
+mod counters;
 mod first_touch;
 mod job;
 mod join;
@@ -9,11 +10,13 @@ mod latch;
 mod place;
 mod policy;
 mod pool;
+mod record;
 mod registry;
 mod scope;
 mod sleep;
 mod stats;
 
+pub use counters::{Counter, Unavailable};
 pub use join::join;
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
@@ -21,6 +24,7 @@ pub use pool::{
     current_num_threads, current_thread_index, spawn, ThreadPool, ThreadPoolBuildError,
     ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD,
 };
+pub use record::{label, Label, RecordOptions, Recording, TaskRecord, WorkerTimes};
 pub use registry::Distribution;
 pub use scope::{in_place_scope, scope, Scope};
 pub use stats::{NodeStats, PoolStats};

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::place::{Place, PlaceError, Target};
 use super::policy::{ParsePolicyError, Policy};
+use super::record::{RecordOptions, Recording};
 use super::registry::{global_registry, init_global, Distribution, Registry, WorkerThread};
 use super::scope::{scope, Scope};
 use super::stats::PoolStats;
@@ -433,6 +434,48 @@ impl ThreadPool {
     /// Zeroes the statistics (e.g. between benchmark runs).
     pub fn reset_stats(&self) {
         self.registry.reset_stats()
+    }
+
+    /// Runs `op` in this pool (as [`install`](Self::install)) while
+    /// recording every task and every worker's time, with the default
+    /// [`RecordOptions`] (all counters that can be opened). Calls on one
+    /// pool are serialised.
+    ///
+    /// ```
+    /// use terroir::ThreadPoolBuilder;
+    /// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// let (n, rec) = pool.record(|| {
+    ///     pool.scope(|s| {
+    ///         for _ in 0..10 {
+    ///             s.spawn_labeled("leaf", |_| { std::hint::black_box((0..10_000u64).sum::<u64>()); });
+    ///         }
+    ///     });
+    ///     42
+    /// });
+    /// assert_eq!(n, 42);
+    /// assert_eq!(rec.tasks.iter().filter(|t| t.label.as_str() == "leaf").count(), 10);
+    /// let accounted: u64 = rec.workers.iter().map(|w| w.work_ns + w.overhead_ns + w.idle_ns).sum();
+    /// assert!(accounted <= 2 * rec.wall_ns + 1_000_000);
+    /// for u in &rec.unavailable {
+    ///     println!("not counted: {u}"); // e.g. hardware counters in a VM
+    /// }
+    /// ```
+    pub fn record<OP, R>(&self, op: OP) -> (R, Recording)
+    where
+        OP: FnOnce() -> R + Send,
+        R: Send,
+    {
+        self.registry.record(&RecordOptions::default(), op)
+    }
+
+    /// [`record`](Self::record) with the given options (e.g.
+    /// [`RecordOptions::timestamps_only`]).
+    pub fn record_with<OP, R>(&self, options: &RecordOptions, op: OP) -> (R, Recording)
+    where
+        OP: FnOnce() -> R + Send,
+        R: Send,
+    {
+        self.registry.record(options, op)
     }
 
     /// Number of workers of this pool.

@@ -14,6 +14,7 @@ use super::latch::{CoreLatch, LockLatch};
 use super::place::{self, Access, Place};
 use super::policy::{Policy, Seat, StealPlan, Target};
 use super::pool::{PanicHandler, ThreadPoolBuildError, ThreadPoolBuilder};
+use super::record::{self, Label, PoolRecorder, RecordOptions, Recording, Slot, WorkerRec};
 use super::sleep::{Sleep, Wake};
 use super::stats::{bump, NodeStats, PoolStats, WorkerStats};
 use crate::numa::{self, CpuSet, Topology};
@@ -36,6 +37,8 @@ pub(crate) struct WorkerInfo {
     /// Placed tasks only this worker may run.
     strict_inbox: Injector<JobRef>,
     stats: WorkerStats,
+    /// Its recording buffer (see `record.rs`).
+    rec: Slot,
 }
 
 /// How placed tasks are spread over the workers of their node.
@@ -102,6 +105,7 @@ pub(crate) struct Registry {
     terminating: AtomicBool,
     panic_handler: Option<Box<PanicHandler>>,
     pinned: bool,
+    recorder: PoolRecorder,
 }
 
 /// A `join` continuation kept private to its worker: a node of an intrusive
@@ -144,6 +148,7 @@ pub(crate) struct WorkerThread {
     /// `&registry.workers[index]`, cached for the `join` fast path.
     info: *const WorkerInfo,
     registry: Arc<Registry>,
+    rec: WorkerRec,
 }
 
 thread_local! {
@@ -248,6 +253,7 @@ impl Registry {
                     hint_inbox: Injector::new(),
                     strict_inbox: Injector::new(),
                     stats: WorkerStats::new(topo.nodes().len()),
+                    rec: Slot::new(),
                 })
             })
             .collect();
@@ -301,6 +307,7 @@ impl Registry {
             terminating: AtomicBool::new(false),
             panic_handler: config.panic_handler,
             pinned: config.pin,
+            recorder: PoolRecorder::new(),
             topology: topo,
         });
 
@@ -410,6 +417,27 @@ impl Registry {
     pub(crate) fn push_to_node(&self, node: usize, job: JobRef) {
         self.node_queues[node].push(job);
         self.sleep.new_work_on_node(node, true);
+    }
+
+    pub(crate) fn recorder(&self) -> &PoolRecorder {
+        &self.recorder
+    }
+
+    /// Runs `op` in this pool while recording (see `record.rs`).
+    pub(crate) fn record<OP, R>(self: &Arc<Self>, options: &RecordOptions, op: OP) -> (R, Recording)
+    where
+        OP: FnOnce() -> R + Send,
+        R: Send,
+    {
+        let slots: Vec<&Slot> = self.workers.iter().map(|w| &w.rec).collect();
+        let nodes = self.topology.nodes().iter().map(|n| n.id()).collect();
+        record::record(
+            &self.recorder,
+            &slots,
+            (self.policy, nodes),
+            options,
+            || self.in_worker(|_, _| op()),
+        )
     }
 
     /// Workers of node index `node`.
@@ -564,6 +592,11 @@ impl Registry {
         }
         let stats = &wt.info().stats;
         bump(&stats.placed, 1);
+        if record::any_active() {
+            if let Some(node) = data.iter().find_map(|a| a.node) {
+                wt.rec_data_node(node);
+            }
+        }
         if !data.is_empty() {
             let here = self.topology.nodes()[wt.node].id();
             let (mut all, mut local) = (0, 0);
@@ -822,17 +855,46 @@ impl WorkerThread {
             node,
             info: &*registry.workers[index],
             registry,
+            rec: WorkerRec::new(),
         };
         WORKER.with(|c| c.set(&wt));
         while let Some(job) = wt.wait_for_work(None) {
             // SAFETY: a job taken from a queue is executed once, by us.
-            unsafe { job.execute() };
+            unsafe { wt.execute(job) };
         }
         WORKER.with(|c| c.set(std::ptr::null()));
     }
 
     pub(crate) fn index(&self) -> usize {
         self.index
+    }
+
+    /// Node index of this worker.
+    pub(crate) fn node_index(&self) -> usize {
+        self.node
+    }
+
+    pub(crate) fn rec_state(&self) -> &WorkerRec {
+        &self.rec
+    }
+
+    pub(crate) fn rec_slot(&self) -> &Slot {
+        &self.info().rec
+    }
+
+    /// Runs a job taken from a queue, as a recorded task when the pool
+    /// records.
+    ///
+    /// # Safety
+    /// As [`JobRef::execute`]: the job is executed once.
+    #[inline]
+    unsafe fn execute(&self, job: JobRef) {
+        let framed = self.rec_push(Label::Unlabelled, true);
+        // SAFETY: forwarded from the caller.
+        unsafe { job.execute() };
+        if framed {
+            self.rec_pop();
+        }
     }
 
     pub(crate) fn registry(&self) -> &Arc<Registry> {
@@ -868,10 +930,13 @@ impl WorkerThread {
     }
 
     /// Serves a thief's request, if any, by promoting the oldest private
-    /// continuation to the deque.
+    /// continuation to the deque. Also promotes when workers sleep and none
+    /// searches: sleeping workers make no requests, so without this a
+    /// `join`-only phase that follows an idle one would never wake them
+    /// (the push wakes one, which then searches and requests as usual).
     #[inline(always)]
     pub(crate) fn poll(&self) {
-        if self.info().request.load(Ordering::Relaxed) {
+        if self.info().request.load(Ordering::Relaxed) || self.registry.sleep.sleepers_unwatched() {
             self.promote();
         }
     }
@@ -1000,10 +1065,55 @@ impl WorkerThread {
     /// Returns `None` when `latch` is set, or, without a latch, when the
     /// pool terminates.
     fn wait_for_work(&self, latch: Option<&CoreLatch>) -> Option<JobRef> {
-        let reg = &*self.registry;
         let info = self.info();
         info.busy.store(false, Ordering::Relaxed);
         info.request.store(false, Ordering::Relaxed);
+        self.rec_slot().set_in_wait(true);
+        if !record::any_active() {
+            let job = self.wait_for_work_inner(latch, None);
+            self.rec_slot().set_in_wait(false);
+            if record::any_active() && self.registry.recorder().is_recording() {
+                // A recording began while we waited: idle since its start.
+                let idle = record::now_ns().saturating_sub(self.rec_start_ns());
+                self.rec_wait(0, idle);
+            }
+            return job;
+        }
+        let start = record::now_ns();
+        self.rec_waiting(Some(start));
+        let search = Cell::new(0u64);
+        let job = self.wait_for_work_inner(latch, Some(&search));
+        self.rec_slot().set_in_wait(false);
+        self.rec_waiting(None);
+        if self.registry.recorder().is_recording() {
+            let total = record::now_ns().saturating_sub(start.max(self.rec_start_ns()));
+            let overhead = search.get().min(total);
+            self.rec_wait(overhead, total - overhead);
+        }
+        job
+    }
+
+    /// One `find_work`, its time added to `search` when recording.
+    #[inline]
+    fn find_work_timed(&self, search: Option<&Cell<u64>>) -> Option<JobRef> {
+        match search {
+            None => self.find_work(),
+            Some(acc) => {
+                let t = record::now_ns();
+                let job = self.find_work();
+                acc.set(acc.get() + record::now_ns().saturating_sub(t));
+                job
+            }
+        }
+    }
+
+    fn wait_for_work_inner(
+        &self,
+        latch: Option<&CoreLatch>,
+        search: Option<&Cell<u64>>,
+    ) -> Option<JobRef> {
+        let reg = &*self.registry;
+        let info = self.info();
         let mut rounds = 0u32;
         loop {
             if latch.is_some_and(CoreLatch::probe) {
@@ -1011,7 +1121,7 @@ impl WorkerThread {
                 info.busy.store(true, Ordering::Relaxed);
                 return None;
             }
-            if let Some(job) = self.find_work() {
+            if let Some(job) = self.find_work_timed(search) {
                 if self.searching.replace(false) {
                     reg.sleep.stop_searching_found_work(self.node);
                 }
@@ -1046,7 +1156,7 @@ impl WorkerThread {
                             return true;
                         }
                     }
-                    found = self.find_work();
+                    found = self.find_work_timed(search);
                     let stay = found.is_some()
                         || (latch.is_none() && reg.terminating.load(Ordering::SeqCst));
                     if stay {
@@ -1075,11 +1185,20 @@ impl WorkerThread {
 
     /// Runs other work until `latch` is set.
     pub(crate) fn wait_until(&self, latch: &CoreLatch) {
+        if latch.probe() {
+            return;
+        }
+        // A wait is not the waiting task's work: a frame of its own (not
+        // reported) takes its time out of the task's own time.
+        let framed = self.rec_push(Label::Unlabelled, false);
         while !latch.probe() {
             if let Some(job) = self.wait_for_work(Some(latch)) {
                 // SAFETY: a job taken from a queue is executed once, by us.
-                unsafe { job.execute() };
+                unsafe { self.execute(job) };
             }
+        }
+        if framed {
+            self.rec_pop();
         }
     }
 }

@@ -154,6 +154,24 @@ impl<'scope> Scope<'scope> {
         self.spawn_to(None, body)
     }
 
+    /// [`spawn`](Self::spawn), the task reported under `name` when the
+    /// pool records (see [`label`](crate::label)).
+    pub fn spawn_labeled<BODY>(&self, name: &'static str, body: BODY)
+    where
+        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        self.spawn(move |s| super::record::label(name, || body(s)))
+    }
+
+    /// [`spawn_on`](Self::spawn_on), the task reported under `name` when
+    /// the pool records.
+    pub fn spawn_on_labeled<BODY>(&self, place: &Place, name: &'static str, body: BODY)
+    where
+        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        self.spawn_on(place, move |s| super::record::label(name, || body(s)))
+    }
+
     /// Spawns `body` at `place`: on its node or worker, as a hint or
     /// strictly (see [`Place`]), under the `Locality` policies; like
     /// [`spawn`](Self::spawn) under `Flat` and `Hierarchical`. Declared data

@@ -171,6 +171,15 @@ impl Sleep {
         }
     }
 
+    /// Whether some worker sleeps while none searches: then new work must
+    /// be published (and a sleeper woken) for anyone else to help. One
+    /// Relaxed load; the word changes only when workers park or wake.
+    #[inline(always)]
+    pub(crate) fn sleepers_unwatched(&self) -> bool {
+        let s = self.state.load(Ordering::Relaxed);
+        searching(s) == 0 && sleeping(s) > 0
+    }
+
     /// Wakes one sleeper of `node` as a searcher, if one sleeps; returns
     /// whether one did.
     #[cold]
