@@ -94,7 +94,8 @@ pub struct TaskRecord {
     /// labelled regions, waits for stolen work).
     pub own_ns: u64,
     /// Counter deltas of its own time, in the order of
-    /// [`Recording::counters`].
+    /// [`Recording::counters`]; empty for unlabelled jobs, whose counters
+    /// are not read (each read is a system call).
     pub counters: Vec<u64>,
 }
 
@@ -304,6 +305,9 @@ struct Frame {
     enter: u64,
     start: u64,
     child_ns: u64,
+    /// Whether the counters were read at its start (labelled regions
+    /// only: each read is a system call, ~1 µs in a VM).
+    counted: bool,
     counts: [u64; MAX_COUNTERS],
     child_counts: [u64; MAX_COUNTERS],
 }
@@ -391,14 +395,21 @@ impl WorkerThread {
         let enter = now_ns();
         self.rec_sync(rec);
         let mut counts = [0; MAX_COUNTERS];
-        self.read_counts(&mut counts);
-        self.rec_state().frames.borrow_mut().push(Frame {
+        let counted = matches!(label, Label::Named(_)) && self.rec_state().ncounters.get() > 0;
+        if counted {
+            self.read_counts(&mut counts);
+        }
+        let mut frames = self.rec_state().frames.borrow_mut();
+        // A labelled region works on its job's declared data.
+        let data_node = frames.last().and_then(|f| f.data_node);
+        frames.push(Frame {
             label,
             task,
-            data_node: None,
+            data_node,
             enter,
             start: now_ns(),
             child_ns: 0,
+            counted,
             counts,
             child_counts: [0; MAX_COUNTERS],
         });
@@ -411,19 +422,21 @@ impl WorkerThread {
     #[inline(never)]
     pub(crate) fn rec_pop(&self) {
         let end = now_ns();
-        let mut counts = [0; MAX_COUNTERS];
-        self.read_counts(&mut counts);
         let me = self.rec_state();
         let Some(f) = me.frames.borrow_mut().pop() else {
             return; // the recording restarted meanwhile
         };
+        let mut counts = [0; MAX_COUNTERS];
+        if f.counted {
+            self.read_counts(&mut counts);
+        }
         let dur = end.saturating_sub(f.start);
         // The frame with the cost of recording it (reading the clock and
         // the counters at both ends): that cost is the runtime's overhead,
         // not the task's or its parent's work.
         let full = now_ns().saturating_sub(f.enter);
         let cost = full.saturating_sub(dur);
-        let n = me.ncounters.get();
+        let n = if f.counted { me.ncounters.get() } else { 0 };
         let mut inclusive = [0u64; MAX_COUNTERS];
         for i in 0..n {
             inclusive[i] = counts[i].wrapping_sub(f.counts[i]);
