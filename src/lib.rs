@@ -31,6 +31,12 @@
 //!   cheapest from; as a hint ([`Policy::Locality`]) or strictly
 //!   ([`Policy::StrictLocality`], [`Place::strict`]); [`PoolStats`] counts
 //!   steals by level and the locality ratio of declared data.
+//! - **Work-time inflation report** ([`report::InflationReport`]): record a
+//!   workload ([`ThreadPool::record`], [`label`]) on one worker and on the
+//!   pool, and see per task label how much slower tasks ran in parallel,
+//!   with perf_event counters, and where the thread time went (work,
+//!   inflation, scheduler overhead, idle), as a table, JSON, CSV, a Chrome
+//!   trace or an SVG picture.
 //!
 //! ```
 //! use terroir::{Policy, ThreadPoolBuilder};
