@@ -24,6 +24,9 @@ use terroir::numa::{
 };
 use terroir::ThreadPoolBuilder;
 
+#[path = "guest/memory.rs"]
+mod memory;
+
 /// The number of NUMA nodes the guest was booted with, or `None` outside the
 /// guest (then the caller should skip; see [`guest`]).
 ///

@@ -497,7 +497,8 @@ pub(crate) fn locate_raw(
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum PageStatus {
-    /// In use (locked, under I/O); try again later (`EBUSY`).
+    /// In use (locked, under I/O) through three attempts; try again later
+    /// (`EBUSY`).
     Busy,
     /// Never touched: there is no page to move (`ENOENT`).
     NotPresent,
@@ -610,6 +611,30 @@ pub(crate) fn migrate_raw(addr: usize, len: usize, to: NodeId) -> Result<Migrati
         sys::MPOL_MF_MOVE as libc::c_int,
     )
     .map_err(|e| syscall_error("move_pages", call(), e))?;
+    // A page can be busy for a moment (locked while the kernel adds it to
+    // an LRU list, under writeback...): try those again a few times before
+    // reporting them.
+    for _ in 0..3 {
+        let busy: Vec<usize> = (0..after.len())
+            .filter(|&i| after[i] == -libc::EBUSY)
+            .collect();
+        if busy.is_empty() {
+            break;
+        }
+        std::thread::yield_now();
+        let again: Vec<usize> = busy.iter().map(|&i| addrs[i]).collect();
+        let mut status = vec![0 as libc::c_int; again.len()];
+        sys::move_pages(
+            &again,
+            Some(&nodes[..again.len()]),
+            &mut status,
+            sys::MPOL_MF_MOVE as libc::c_int,
+        )
+        .map_err(|e| syscall_error("move_pages", call(), e))?;
+        for (&i, &st) in busy.iter().zip(&status) {
+            after[i] = st;
+        }
+    }
     let mut m = Migration {
         pages,
         ..Migration::default()
