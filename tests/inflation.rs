@@ -77,32 +77,43 @@ fn an_injected_inflation_factor_is_reported() {
     };
     let one = pool(1);
     let par = pool(2);
-    let (_, base) = one.record_with(&RecordOptions::timestamps_only(), work);
-    let (_, rec) = par.record_with(&RecordOptions::timestamps_only(), work);
-    let report = InflationReport::new(&base, &rec);
-    let tasks: Vec<_> = rec
-        .tasks
-        .iter()
-        .filter(|t| t.label.as_str() == "inflating")
-        .collect();
-    assert_eq!(tasks.len(), 200);
-    let expected = tasks
-        .iter()
-        .map(|t| if t.worker == 0 { 1.0 } else { FACTOR as f64 })
-        .sum::<f64>()
-        / tasks.len() as f64;
-    let got = report.label("inflating").unwrap().inflation.unwrap();
-    assert!(
-        (got - expected).abs() <= 0.10 * expected,
-        "inflation ratio {got:.3}, expected {expected:.3} (factor {FACTOR} on {} of 200 tasks)\n{report}",
-        tasks.iter().filter(|t| t.worker != 0).count()
-    );
+    let mut failures = Vec::new();
+    // Wall-clock timing on a shared machine: a preempted worker stretches
+    // its tasks. Up to three attempts; a wrong recorder fails all three.
+    for _attempt in 0..3 {
+        let (_, base) = one.record_with(&RecordOptions::timestamps_only(), work);
+        let (_, rec) = par.record_with(&RecordOptions::timestamps_only(), work);
+        let report = InflationReport::new(&base, &rec);
+        let tasks: Vec<_> = rec
+            .tasks
+            .iter()
+            .filter(|t| t.label.as_str() == "inflating")
+            .collect();
+        assert_eq!(tasks.len(), 200);
+        let expected = tasks
+            .iter()
+            .map(|t| if t.worker == 0 { 1.0 } else { FACTOR as f64 })
+            .sum::<f64>()
+            / tasks.len() as f64;
+        let got = report.label("inflating").unwrap().inflation.unwrap();
+        if (got - expected).abs() <= 0.10 * expected {
+            return;
+        }
+        failures.push(format!(
+            "inflation ratio {got:.3}, expected {expected:.3} (factor {FACTOR} on {} of 200 \
+             tasks)\n{report}",
+            tasks.iter().filter(|t| t.worker != 0).count()
+        ));
+    }
+    panic!("three attempts failed:\n{}", failures.join("\n"));
 }
 
 #[test]
 fn a_sequential_section_is_idle_time() {
     let _serial = serial();
-    let section = Duration::from_millis(60);
+    // Long against the few milliseconds a parked worker can take to wake
+    // up on a busy VM (idle too, but not part of the section).
+    let section = Duration::from_millis(100);
     let par = pool(2);
     let one = pool(1);
     // One task alone for `section`, then two tasks of `section` each.
@@ -113,23 +124,29 @@ fn a_sequential_section_is_idle_time() {
             || label("pair", || busy_for(section)),
         );
     };
-    let (_, base) = one.record_with(&RecordOptions::timestamps_only(), work);
-    let (_, rec) = par.record_with(&RecordOptions::timestamps_only(), work);
-    let report = InflationReport::new(&base, &rec);
-    let b = &report.breakdown;
-    // The second worker idles while the first runs the section alone.
-    let alone = rec
-        .tasks
-        .iter()
-        .find(|t| t.label.as_str() == "alone")
-        .expect("the section was recorded");
-    let expected = (alone.end_ns - alone.start_ns) as f64 / b.total_ns as f64;
-    let got = b.idle_ns as f64 / b.total_ns as f64;
-    assert!(
-        (got - expected).abs() <= 0.10 * expected,
-        "idle share {got:.3}, expected {expected:.3} (one of two workers idle through the \
-         sequential section)\n{report}"
-    );
+    let mut failures = Vec::new();
+    for _attempt in 0..3 {
+        let (_, base) = one.record_with(&RecordOptions::timestamps_only(), work);
+        let (_, rec) = par.record_with(&RecordOptions::timestamps_only(), work);
+        let report = InflationReport::new(&base, &rec);
+        let b = &report.breakdown;
+        // The second worker idles while the first runs the section alone.
+        let alone = rec
+            .tasks
+            .iter()
+            .find(|t| t.label.as_str() == "alone")
+            .expect("the section was recorded");
+        let expected = (alone.end_ns - alone.start_ns) as f64 / b.total_ns as f64;
+        let got = b.idle_ns as f64 / b.total_ns as f64;
+        if (got - expected).abs() <= 0.10 * expected {
+            return;
+        }
+        failures.push(format!(
+            "idle share {got:.3}, expected {expected:.3} (one of two workers idle through the \
+             sequential section)\n{report}"
+        ));
+    }
+    panic!("three attempts failed:\n{}", failures.join("\n"));
 }
 
 #[test]
