@@ -35,17 +35,38 @@ fn recorded_work_matches_process_cpu_time() {
         })
     };
     pool.install(work); // warm up (pages, caches)
-    let before = cpu_ns();
-    let (_, rec) = pool.record_with(&RecordOptions::timestamps_only(), work);
-    let cpu = cpu_ns() - before;
-    let work_ns: u64 = rec.workers.iter().map(|w| w.work_ns).sum();
-    let busy_ns: u64 = rec.workers.iter().map(|w| w.work_ns + w.overhead_ns).sum();
-    let off = (busy_ns as f64 - cpu as f64).abs() / cpu as f64;
-    assert!(
-        off <= 0.10,
-        "work {work_ns} ns + overhead = {busy_ns} ns recorded, process CPU time {cpu} ns \
-         ({:.1} % apart); workers: {:?}",
-        off * 100.0,
-        rec.workers
-    );
+    let mut notes = Vec::new();
+    for _attempt in 0..3 {
+        let before = cpu_ns();
+        let (_, rec) = pool.record_with(&RecordOptions::timestamps_only(), work);
+        let cpu = cpu_ns() - before;
+        let busy_ns: u64 = rec.workers.iter().map(|w| w.work_ns + w.overhead_ns).sum();
+        let capacity = rec.threads as u64 * rec.wall_ns;
+        // Never more busy time than the workers had.
+        assert!(
+            busy_ns as f64 <= capacity as f64 * 1.02,
+            "{busy_ns} ns busy recorded in {} workers x {} ns: {:?}",
+            rec.threads,
+            rec.wall_ns,
+            rec.workers
+        );
+        let off = (busy_ns as f64 - cpu as f64).abs() / cpu as f64;
+        if off <= 0.10 {
+            return;
+        }
+        // Wall-clock task times include time a preempted worker waited for
+        // a CPU, which the process's CPU time does not: compare them only
+        // when the workers had their CPUs.
+        let contended = (cpu as f64) < capacity as f64 * 0.9;
+        notes.push(format!(
+            "busy {busy_ns} ns recorded, process CPU {cpu} ns ({:.1} % apart), capacity \
+             {capacity} ns{}",
+            off * 100.0,
+            if contended { " (contended)" } else { "" }
+        ));
+        if !contended {
+            panic!("recorded busy time and CPU time disagree on an uncontended run: {notes:?}");
+        }
+    }
+    eprintln!("skipped the CPU-time comparison: the machine was busy in three attempts: {notes:?}");
 }
