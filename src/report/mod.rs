@@ -44,7 +44,7 @@ use serde::Serialize;
 
 use crate::numa::NodeId;
 use crate::sched::{
-    Counter, Recording, TaskRecord, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder,
+    Counter, Label, Recording, TaskRecord, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder,
     Unavailable,
 };
 
@@ -80,7 +80,8 @@ pub struct LabelRow {
     /// In the parallel run.
     pub parallel: RunStats,
     /// Mean time per task in the parallel run ÷ in the baseline (`None`
-    /// when either run has no task of this label).
+    /// when either run has no task of this label, and for unlabelled jobs,
+    /// which the parallel run cuts into more, smaller pieces).
     pub inflation: Option<f64>,
     /// Counters per task.
     pub counters: Vec<CounterRow>,
@@ -171,6 +172,8 @@ struct Acc {
     count: u64,
     total: u64,
     counters: Vec<u64>,
+    /// Tasks whose counters were read (unlabelled jobs' are not).
+    counted: u64,
     declared: u64,
     local: u64,
 }
@@ -181,6 +184,9 @@ fn accumulate(rec: &Recording) -> BTreeMap<String, Acc> {
         let a = out.entry(t.label.as_str().to_string()).or_default();
         a.count += 1;
         a.total += t.own_ns;
+        if !t.counters.is_empty() {
+            a.counted += 1;
+        }
         if a.counters.len() < t.counters.len() {
             a.counters.resize(t.counters.len(), 0);
         }
@@ -228,12 +234,16 @@ impl InflationReport {
             .map(|name| {
                 let (ab, ap) = (b.get(name), p.get(name));
                 let (sb, sp) = (stats(ab), stats(ap));
-                let inflation = (sb.count > 0 && sp.count > 0 && sb.mean_ns > 0.0)
+                // Unlabelled jobs are not comparable task by task: the
+                // parallel run cuts the same work into more, smaller
+                // stolen pieces.
+                let comparable = name != Label::Unlabelled.as_str();
+                let inflation = (comparable && sb.count > 0 && sp.count > 0 && sb.mean_ns > 0.0)
                     .then(|| sp.mean_ns / sb.mean_ns);
                 let per_task = |a: Option<&Acc>, rec: &Recording, c: Counter| -> Option<f64> {
-                    let a = a.filter(|a| a.count > 0)?;
+                    let a = a.filter(|a| a.counted > 0)?;
                     let i = rec.counters.iter().position(|&x| x == c)?;
-                    Some(*a.counters.get(i)? as f64 / a.count as f64)
+                    Some(*a.counters.get(i)? as f64 / a.counted as f64)
                 };
                 let mut all: Vec<Counter> = baseline.counters.clone();
                 all.extend(parallel.counters.iter().copied());

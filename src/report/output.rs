@@ -25,8 +25,13 @@ fn json_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
 }
 
+/// Text for an SVG element or attribute: markup escaped, control
+/// characters (not allowed in XML 1.0) dropped.
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
+    s.chars()
+        .filter(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r'))
+        .collect::<String>()
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
@@ -56,7 +61,7 @@ impl InflationReport {
         out.push('\n');
         let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.6}"));
         for r in &self.labels {
-            let label = if r.label.contains([',', '"', '\n']) {
+            let label = if r.label.contains([',', '"', '\n', '\r']) {
                 format!("\"{}\"", r.label.replace('"', "\"\""))
             } else {
                 r.label.clone()
@@ -238,8 +243,10 @@ impl InflationReport {
             );
         }
         for s in &self.timeline {
-            let x = left + s.start_ns as f64 / wall * plot;
-            let w = (s.end_ns.saturating_sub(s.start_ns) as f64 / wall * plot).max(0.5);
+            // A task still closing as the recording stopped may end after it.
+            let (start, end) = (s.start_ns.min(self.wall_ns), s.end_ns.min(self.wall_ns));
+            let x = left + start as f64 / wall * plot;
+            let w = (end.saturating_sub(start) as f64 / wall * plot).max(0.5);
             let y = timeline_top + s.worker as f64 * row_h;
             let _ = writeln!(
                 o,

@@ -34,6 +34,14 @@ use super::policy::Policy;
 use super::registry::WorkerThread;
 use crate::numa::NodeId;
 
+/// `Slot::wait_since` of a worker that is not waiting for work.
+const NOT_WAITING: u64 = u64::MAX;
+
+/// The epoch of the recording `wt`'s pool is on now.
+fn rec_epoch(wt: &WorkerThread) -> u64 {
+    wt.registry().recorder().epoch.load(Ordering::Acquire)
+}
+
 /// Number of pools recording now, process-wide: the hot path's only check.
 pub(crate) static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
@@ -160,10 +168,12 @@ impl RecordOptions {
 /// for the protocol).
 pub(crate) struct Slot {
     writing: AtomicBool,
-    /// Whether the worker is in a wait for work now.
-    in_wait: AtomicBool,
-    /// When the worker entered its current wait for work (0: not waiting).
+    /// When the worker entered its current wait for work: `NOT_WAITING`,
+    /// or 0 for "since before the recording started".
     wait_since: AtomicU64,
+    /// Frames the worker has open (a job, a labelled region): the stopper
+    /// lets them close before it stops.
+    open: AtomicUsize,
     data: UnsafeCell<SlotData>,
 }
 
@@ -181,15 +191,10 @@ impl Slot {
     pub(crate) fn new() -> Slot {
         Slot {
             writing: AtomicBool::new(false),
-            in_wait: AtomicBool::new(false),
-            wait_since: AtomicU64::new(0),
+            wait_since: AtomicU64::new(NOT_WAITING),
+            open: AtomicUsize::new(0),
             data: UnsafeCell::new(SlotData::default()),
         }
-    }
-
-    #[inline(always)]
-    pub(crate) fn set_in_wait(&self, waiting: bool) {
-        self.in_wait.store(waiting, Ordering::Relaxed);
     }
 }
 
@@ -215,9 +220,11 @@ impl PoolRecorder {
         }
     }
 
+    /// Acquire: a worker that sees the recording on also sees its epoch,
+    /// start and counters.
     #[inline]
     pub(crate) fn is_recording(&self) -> bool {
-        self.recording.load(Ordering::Relaxed)
+        self.recording.load(Ordering::Acquire)
     }
 }
 
@@ -229,7 +236,14 @@ pub(crate) fn record<R>(
     options: &RecordOptions,
     op: impl FnOnce() -> R,
 ) -> (R, Recording) {
-    let _one_at_a_time = rec.busy.lock().unwrap_or_else(|e| e.into_inner());
+    let _one_at_a_time = match rec.busy.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => panic!(
+            "terroir: ThreadPool::record called while this pool is already recording \
+             (from inside another record, or from two threads at once)"
+        ),
+    };
     // Which counters open here (the workers see the same: same kernel,
     // same permissions); the workers open their own groups lazily.
     let mut wanted = options.counters.clone();
@@ -253,6 +267,15 @@ pub(crate) fn record<R>(
 
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(op));
 
+    // The job that ran `op` closes its frame just after it let us go: give
+    // open frames a moment to close (other users' long jobs do not hold
+    // the stop up for more than that).
+    let grace = Instant::now();
+    while slots.iter().any(|s| s.open.load(Ordering::SeqCst) != 0)
+        && grace.elapsed() < std::time::Duration::from_millis(50)
+    {
+        std::thread::yield_now();
+    }
     rec.recording.store(false, Ordering::SeqCst);
     let stop = now_ns();
     ACTIVE.fetch_sub(1, Ordering::SeqCst);
@@ -267,8 +290,8 @@ pub(crate) fn record<R>(
         let mut d = std::mem::take(unsafe { &mut *s.data.get() });
         // A worker still waiting for work was idle since it began waiting
         // (or since the start, if it began before).
-        if s.in_wait.load(Ordering::SeqCst) {
-            let since = s.wait_since.load(Ordering::SeqCst);
+        let since = s.wait_since.load(Ordering::SeqCst);
+        if since != NOT_WAITING {
             d.times.idle_ns += stop.saturating_sub(since.max(start));
         }
         tasks.append(&mut d.tasks);
@@ -300,6 +323,8 @@ struct Frame {
     /// Emitted as a task (a wait frame is not: its time belongs to nobody's
     /// own time, and the jobs run during it are frames of their own).
     task: bool,
+    /// The recording it belongs to.
+    epoch: u64,
     data_node: Option<NodeId>,
     /// Before the counters were read (the recording's cost starts here).
     enter: u64,
@@ -341,7 +366,8 @@ impl WorkerThread {
             return;
         }
         me.epoch.set(epoch);
-        me.frames.borrow_mut().clear();
+        let stale = std::mem::take(&mut *me.frames.borrow_mut()).len();
+        self.rec_slot().open.fetch_sub(stale, Ordering::SeqCst);
         let wanted = rec
             .counters
             .lock()
@@ -365,15 +391,20 @@ impl WorkerThread {
         me.ncounters.set(if n == wanted.len() { n } else { 0 });
     }
 
-    fn read_counts(&self, out: &mut [u64; MAX_COUNTERS]) {
+    /// Reads the counters; false (and counters off for the rest of this
+    /// recording, the group dropped to be reopened by the next one) when
+    /// the read fails, so that a failed read never becomes zeros.
+    fn read_counts(&self, out: &mut [u64; MAX_COUNTERS]) -> bool {
         let me = self.rec_state();
-        if me.ncounters.get() > 0 {
-            if let Some(g) = me.group.borrow_mut().as_mut() {
-                if !g.read(out) {
-                    *out = [0; MAX_COUNTERS];
-                }
-            }
+        if me.ncounters.get() == 0 {
+            return false;
         }
+        let ok = me.group.borrow_mut().as_mut().is_some_and(|g| g.read(out));
+        if !ok {
+            me.ncounters.set(0);
+            *me.group.borrow_mut() = None;
+        }
+        ok
     }
 
     /// Opens a frame if the pool records; returns whether it did.
@@ -395,16 +426,18 @@ impl WorkerThread {
         let enter = now_ns();
         self.rec_sync(rec);
         let mut counts = [0; MAX_COUNTERS];
-        let counted = matches!(label, Label::Named(_)) && self.rec_state().ncounters.get() > 0;
-        if counted {
-            self.read_counts(&mut counts);
-        }
+        let counted = matches!(label, Label::Named(_)) && self.read_counts(&mut counts);
         let mut frames = self.rec_state().frames.borrow_mut();
-        // A labelled region works on its job's declared data.
-        let data_node = frames.last().and_then(|f| f.data_node);
+        // A labelled region works on its job's declared data (a job run
+        // during a wait has its own).
+        let data_node = match label {
+            Label::Named(_) => frames.last().and_then(|f| f.data_node),
+            Label::Unlabelled => None,
+        };
         frames.push(Frame {
             label,
             task,
+            epoch: self.rec_state().epoch.get(),
             data_node,
             enter,
             start: now_ns(),
@@ -413,6 +446,7 @@ impl WorkerThread {
             counts,
             child_counts: [0; MAX_COUNTERS],
         });
+        self.rec_slot().open.fetch_add(1, Ordering::SeqCst);
         true
     }
 
@@ -426,17 +460,27 @@ impl WorkerThread {
         let Some(f) = me.frames.borrow_mut().pop() else {
             return; // the recording restarted meanwhile
         };
-        let mut counts = [0; MAX_COUNTERS];
-        if f.counted {
-            self.read_counts(&mut counts);
+        // Closed only once its record is written (the stopper waits for
+        // open frames), whichever way this returns.
+        struct Closed<'a>(&'a AtomicUsize);
+        impl Drop for Closed<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
         }
+        let _closed = Closed(&self.rec_slot().open);
+        if f.epoch != me.epoch.get() || f.epoch != rec_epoch(self) {
+            return; // opened in another recording
+        }
+        let mut counts = [0; MAX_COUNTERS];
+        let counted = f.counted && self.read_counts(&mut counts);
         let dur = end.saturating_sub(f.start);
         // The frame with the cost of recording it (reading the clock and
         // the counters at both ends): that cost is the runtime's overhead,
         // not the task's or its parent's work.
         let full = now_ns().saturating_sub(f.enter);
         let cost = full.saturating_sub(dur);
-        let n = if f.counted { me.ncounters.get() } else { 0 };
+        let n = if counted { me.ncounters.get() } else { 0 };
         let mut inclusive = [0u64; MAX_COUNTERS];
         for i in 0..n {
             inclusive[i] = counts[i].wrapping_sub(f.counts[i]);
@@ -492,7 +536,7 @@ impl WorkerThread {
     pub(crate) fn rec_waiting(&self, since: Option<u64>) {
         self.rec_slot()
             .wait_since
-            .store(since.unwrap_or(0), Ordering::SeqCst);
+            .store(since.unwrap_or(NOT_WAITING), Ordering::SeqCst);
     }
 
     /// The recording's start, for clamping waits that began before it.

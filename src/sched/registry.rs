@@ -1068,10 +1068,13 @@ impl WorkerThread {
         let info = self.info();
         info.busy.store(false, Ordering::Relaxed);
         info.request.store(false, Ordering::Relaxed);
-        self.rec_slot().set_in_wait(true);
-        if !record::any_active() {
+        let recording = record::any_active() && self.registry.recorder().is_recording();
+        if !recording {
+            // Waiting since before any recording of ours (0), if one
+            // starts meanwhile.
+            self.rec_waiting(Some(0));
             let job = self.wait_for_work_inner(latch, None);
-            self.rec_slot().set_in_wait(false);
+            self.rec_waiting(None);
             if record::any_active() && self.registry.recorder().is_recording() {
                 // A recording began while we waited: idle since its start.
                 let idle = record::now_ns().saturating_sub(self.rec_start_ns());
@@ -1083,7 +1086,6 @@ impl WorkerThread {
         self.rec_waiting(Some(start));
         let search = Cell::new(0u64);
         let job = self.wait_for_work_inner(latch, Some(&search));
-        self.rec_slot().set_in_wait(false);
         self.rec_waiting(None);
         if self.registry.recorder().is_recording() {
             let total = record::now_ns().saturating_sub(start.max(self.rec_start_ns()));
