@@ -63,6 +63,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod ffi;
 pub mod numa;
 pub mod pool;
 pub mod report;

@@ -1,0 +1,103 @@
+//! The C API (`include/terroir.h`): pools, fork-join, task groups with
+//! places, memory on nodes, and error codes, for C programs linking
+//! `libterroir.so` or `libterroir.a`.
+//!
+//! This module has no scheduling or memory logic of its own: each function
+//! checks its arguments and calls the Rust API ([`ThreadPool`],
+//! [`join`](crate::join), [`scope`](crate::scope), [`Place`],
+//! [`NodeVec`](crate::pool::NodeVec), [`numa`](crate::numa)). It is built
+//! with the `capi` feature (on by default); Rust users who do not want the
+//! `terroir_*` symbols in their binaries turn it off with
+//! `default-features = false`.
+//!
+//! # Conventions
+//!
+//! - Every function that can fail returns an `int`: `TERROIR_ERROR_OK` (0)
+//!   or a [`TerroirError`] code. [`terroir_strerror`] describes a code and
+//!   [`terroir_last_error_message`] gives, per thread, the message of the
+//!   last failure, naming the function and the input at fault. Results
+//!   come back through out-pointers.
+//! - Every entry point runs its body under `catch_unwind`: a panic inside
+//!   terroir becomes `TERROIR_ERROR_PANIC` with its message; nothing
+//!   unwinds into C. C tasks must not unwind either (no C++ exception or
+//!   `longjmp` may leave a task).
+//! - NULL for a required pointer is `TERROIR_ERROR_NULL_POINTER`, naming
+//!   the argument. NULL for a pool means the current pool: the pool of the
+//!   calling worker thread, or the global pool on a thread outside every
+//!   pool (rayon's rule). NULL for a place means anywhere, and
+//!   `terroir_free(NULL)` does nothing.
+//! - Nodes are OS node numbers everywhere (as in `numactl` and
+//!   `/sys/devices/system/node`); `terroir_pool_node_id` lists a pool's.
+//!
+//! # Handles
+//!
+//! `terroir_pool *` and `terroir_group *` are keys into a handle table
+//! (slot index and generation), never dereferenced: destroying a handle
+//! bumps its slot's generation, so a double destroy, or any use of a
+//! destroyed or garbage handle, is `TERROIR_ERROR_INVALID_HANDLE` rather
+//! than a use after free. The table's slots are never freed, and each has
+//! a mutex of its own, so lookups of different objects do not contend. See
+//! `handle.rs`.
+//!
+//! # One process-wide pool
+//!
+//! The global pool (`terroir_pool_global`, and what NULL means outside
+//! every pool) is a static of the library. All code of a process that
+//! links the shared library `libterroir.so` shares it: two libraries that
+//! both use terroir through `libterroir.so` run on one pool, with one
+//! worker per core. A copy of the static library `libterroir.a` linked
+//! into each of two shared objects carries its own statics: unless the
+//! dynamic linker happens to bind both objects' calls to one copy, that is
+//! two global pools, twice the threads, each oversubscribing the machine
+//! (rayon issue #816). Link the shared library when more than one shared
+//! object of a process uses terroir.
+//!
+//! The global pool of this API is built by the C API (with
+//! [`ThreadPoolBuilder`](crate::ThreadPoolBuilder), defaults or
+//! `terroir_pool_global_init`); it is not the pool Rust code reaches with
+//! `terroir::join` outside any pool, which a C program never uses.
+//!
+//! # Task groups and deadlocks
+//!
+//! A group's tasks run in a terroir [`scope`](crate::scope) opened by the
+//! wait (see `group.rs` for how tasks start): a worker that waits runs
+//! tasks and steals instead of blocking. Each C function terroir calls
+//! runs in a frame that knows its pool, its group and the frame waiting
+//! for it (`context.rs`), which is how a wait from inside one of the
+//! group's own tasks is refused with `TERROIR_ERROR_WOULD_DEADLOCK`.
+//!
+//! # Not in the C API yet
+//!
+//! Recording and the inflation report (start/stop recording, writing the
+//! JSON, CSV, trace and SVG files) have no Rust API that a C call could
+//! map onto yet ([`ThreadPool::record`] takes a closure); they will follow
+//! it.
+//!
+//! [`ThreadPool`]: crate::ThreadPool
+//! [`ThreadPool::record`]: crate::ThreadPool::record
+//! [`Place`]: crate::Place
+#![cfg(feature = "capi")]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod context;
+mod error;
+mod group;
+mod handle;
+mod memory;
+mod pool;
+
+pub use error::{terroir_last_error_message, terroir_strerror, TerroirError};
+pub use group::{
+    terroir_group_create, terroir_group_destroy, terroir_group_spawn, terroir_group_wait,
+    TerroirGroup, TerroirPlace, TerroirPlaceKind,
+};
+pub use memory::{
+    terroir_alloc_interleaved, terroir_alloc_on_node, terroir_free, terroir_locate,
+    terroir_migrate, TerroirMigration,
+};
+pub use pool::{
+    terroir_current_worker, terroir_join, terroir_pool_create, terroir_pool_destroy,
+    terroir_pool_global, terroir_pool_global_init, terroir_pool_node_id, terroir_pool_num_nodes,
+    terroir_pool_num_workers, terroir_pool_worker_node, TerroirPin, TerroirPolicy, TerroirPool,
+    TerroirPoolConfig, TerroirTaskFn,
+};
