@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Head-to-head of terroir's C API with OpenMP tasks (libgomp), in one run:
+# builds the release libterroir (cdylib and staticlib) and the Rust
+# fib_join example with cargo, compiles the C examples against libterroir
+# and their OpenMP twins with gcc -fopenmp, runs each once (each program
+# times its own `RUNS` runs and prints the best), and prints a summary.
+#
+#   examples/c/bench.sh
+#   FIB_N=30 NQUEENS_N=12 HEALTH_LEVELS=6 HEALTH_STEPS=100 RUNS=5 examples/c/bench.sh
+#
+# Threads: TERROIR_NUM_THREADS and OMP_NUM_THREADS (default: one per CPU,
+# for both). Honours CARGO_TARGET_DIR, CC (terroir builds) and OMP_CC
+# (OpenMP builds, default gcc).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+FIB_N=${FIB_N:-28}
+NQUEENS_N=${NQUEENS_N:-11}
+HEALTH_LEVELS=${HEALTH_LEVELS:-5}
+HEALTH_STEPS=${HEALTH_STEPS:-100}
+RUNS=${RUNS:-3}
+CC=${CC:-cc}
+OMP_CC=${OMP_CC:-gcc}
+
+TARGET=$(realpath -m "${CARGO_TARGET_DIR:-target}")
+LIB=$TARGET/release
+OUT=$TARGET/c-examples
+mkdir -p "$OUT"
+
+echo "== cargo build --release --lib --example fib_join"
+cargo build --quiet --release --lib --example fib_join
+
+echo "== compiling into $OUT"
+for p in fib nqueens health; do
+  "$CC" -O2 -Wall -Wextra -I include "examples/c/$p.c" -L "$LIB" -lterroir -Wl,-rpath,"$LIB" -o "$OUT/$p"
+  "$OMP_CC" -O2 -Wall -Wextra -fopenmp "examples/c/${p}_omp.c" -o "$OUT/${p}_omp"
+done
+# fib against the static library too: in an executable the linker turns
+# terroir's thread-local accesses into plain %fs loads.
+"$CC" -O2 -Wall -Wextra -I include examples/c/fib.c "$LIB/libterroir.a" \
+  -lgcc_s -lutil -lrt -lpthread -lm -ldl -o "$OUT/fib_static"
+
+echo "== running (best of $RUNS each; $(nproc) CPUs)"
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+run() {
+  local label=$1
+  shift
+  local line
+  line=$("$@")
+  echo "$line"
+  echo "$label $(sed -n 's/.*best_s=\([0-9.]*\).*/\1/p' <<<"$line") $(sed -n 's/.*check=\([A-Za-z]*\).*/\1/p' <<<"$line")" >>"$results"
+}
+run fib_rust "$LIB/examples/fib_join" "$FIB_N" "$RUNS"
+run fib_c "$OUT/fib" "$FIB_N" "$RUNS"
+run fib_c_static "$OUT/fib_static" "$FIB_N" "$RUNS"
+run fib_omp "$OUT/fib_omp" "$FIB_N" "$RUNS"
+run nqueens_c "$OUT/nqueens" "$NQUEENS_N" "$RUNS"
+run nqueens_omp "$OUT/nqueens_omp" "$NQUEENS_N" "$RUNS"
+run health_c "$OUT/health" "$HEALTH_LEVELS" "$HEALTH_STEPS" "$RUNS"
+run health_omp "$OUT/health_omp" "$HEALTH_LEVELS" "$HEALTH_STEPS" "$RUNS"
+
+if grep -qv ' ok$' "$results"; then
+  echo "bench: a result differs from the sequential one:" >&2
+  grep -v ' ok$' "$results" >&2
+  exit 1
+fi
+
+t() { awk -v k="$1" '$1 == k { print $2 }' "$results"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo
+echo "== summary (seconds, best of $RUNS; ratios > 1 favour the first named)"
+printf '%-34s %10s %10s %s\n' workload terroir libgomp "libgomp/terroir"
+printf '%-34s %10s %10s %s\n' "fib($FIB_N), task per call" "$(t fib_c)" "$(t fib_omp)" "$(ratio "$(t fib_omp)" "$(t fib_c)")x"
+printf '%-34s %10s %10s %s\n' "nqueens($NQUEENS_N), task per column" "$(t nqueens_c)" "$(t nqueens_omp)" "$(ratio "$(t nqueens_omp)" "$(t nqueens_c)")x"
+printf '%-34s %10s %10s %s\n' "health($HEALTH_LEVELS levels, $HEALTH_STEPS steps)" "$(t health_c)" "$(t health_omp)" "$(ratio "$(t health_omp)" "$(t health_c)")x"
+echo
+echo "fib($FIB_N): terroir C (libterroir.so) / terroir Rust join = $(ratio "$(t fib_c)" "$(t fib_rust)")x" \
+  "($(t fib_c) s vs $(t fib_rust) s)"
+echo "fib($FIB_N): terroir C (libterroir.a)  / terroir Rust join = $(ratio "$(t fib_c_static)" "$(t fib_rust)")x" \
+  "($(t fib_c_static) s vs $(t fib_rust) s)"

@@ -1,0 +1,388 @@
+/*
+ * The C API's defined results for bad input: every error case of the API
+ * (NULL pointers, invalid nodes and workers, zero sizes, double destroys,
+ * stale and garbage handles, waiting on a group from inside its own
+ * tasks), and a few things that must work (nested spawns, places, memory
+ * on nodes, pools used from several threads). Prints one line per failed
+ * check and a summary line "errors: N passed, M failed"; exit status 1 if
+ * any check failed.
+ *
+ *   cc -I include examples/c/errors.c -L target/release -lterroir -lpthread \
+ *      -Wl,-rpath,$PWD/target/release -o errors && ./errors
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <terroir.h>
+
+static int passed, failed;
+
+#define EXPECT(cond)                                                   \
+  do {                                                                 \
+    if (cond) {                                                        \
+      passed++;                                                        \
+    } else {                                                           \
+      failed++;                                                        \
+      fprintf(stderr, "errors.c:%d: check failed: %s\n", __LINE__, #cond); \
+    }                                                                  \
+  } while (0)
+
+/* `call` returns `code` and the last error message contains `needle`. */
+#define EXPECT_ERR(call, code, needle)                                                       \
+  do {                                                                                       \
+    int rc_ = (call);                                                                        \
+    const char *m_ = terroir_last_error_message();                                           \
+    if (rc_ == (code) && m_ != NULL && strstr(m_, (needle)) != NULL) {                       \
+      passed++;                                                                              \
+    } else {                                                                                 \
+      failed++;                                                                              \
+      fprintf(stderr, "errors.c:%d: %s returned %d (%s), message \"%s\"; expected %d with \"%s\"\n", \
+              __LINE__, #call, rc_, terroir_strerror(rc_), m_ ? m_ : "(null)", (int)(code), (needle)); \
+    }                                                                                        \
+  } while (0)
+
+#define EXPECT_OK(call)                                                                      \
+  do {                                                                                       \
+    int rc_ = (call);                                                                        \
+    if (rc_ == TERROIR_ERROR_OK) {                                                           \
+      passed++;                                                                              \
+    } else {                                                                                 \
+      failed++;                                                                              \
+      const char *m_ = terroir_last_error_message();                                         \
+      fprintf(stderr, "errors.c:%d: %s failed: %s (%s)\n", __LINE__, #call, terroir_strerror(rc_), \
+              m_ ? m_ : "(null)");                                                           \
+    }                                                                                        \
+  } while (0)
+
+static void noop(void *arg) { (void)arg; }
+
+static void increment(void *arg) { atomic_fetch_add((atomic_long *)arg, 1); }
+
+/* ---- errors and strings ---- */
+
+static void *fresh_thread_message(void *arg) {
+  (void)arg;
+  return (void *)terroir_last_error_message();
+}
+
+static void test_strings(void) {
+  for (int code = 0; code <= TERROIR_ERROR_PANIC; code++) {
+    const char *s = terroir_strerror(code);
+    EXPECT(s != NULL && strlen(s) > 0 && strcmp(s, "unknown terroir error code") != 0);
+  }
+  EXPECT(strcmp(terroir_strerror(-1), "unknown terroir error code") == 0);
+  EXPECT(strcmp(terroir_strerror(1000), "unknown terroir error code") == 0);
+  /* A thread that never failed has no message. */
+  pthread_t t;
+  void *msg = (void *)1;
+  pthread_create(&t, NULL, fresh_thread_message, NULL);
+  pthread_join(t, &msg);
+  EXPECT(msg == NULL);
+}
+
+/* ---- pools ---- */
+
+static void test_pools(void) {
+  terroir_pool *pool = NULL;
+  EXPECT_ERR(terroir_pool_create(NULL, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+  terroir_pool_config bad_policy = {.num_threads = 1, .policy = 99};
+  EXPECT_ERR(terroir_pool_create(&bad_policy, &pool), TERROIR_ERROR_INVALID_ARGUMENT, "policy = 99");
+  terroir_pool_config bad_pin = {.num_threads = 1, .pin = 7};
+  EXPECT_ERR(terroir_pool_create(&bad_pin, &pool), TERROIR_ERROR_INVALID_ARGUMENT, "pin = 7");
+
+  terroir_pool_config config = {.num_threads = 2, .policy = TERROIR_POLICY_FLAT, .pin = TERROIR_PIN_OFF};
+  EXPECT_OK(terroir_pool_create(&config, &pool));
+  size_t workers = 0, nodes = 0;
+  EXPECT_OK(terroir_pool_num_workers(pool, &workers));
+  EXPECT(workers == 2);
+  EXPECT_OK(terroir_pool_num_nodes(pool, &nodes));
+  EXPECT(nodes >= 1);
+  EXPECT_ERR(terroir_pool_num_workers(pool, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+  uint32_t node = 12345;
+  EXPECT_OK(terroir_pool_node_id(pool, 0, &node));
+  EXPECT(node != 12345);
+  EXPECT_ERR(terroir_pool_node_id(pool, nodes, &node), TERROIR_ERROR_INVALID_NODE, "out of range");
+  EXPECT_OK(terroir_pool_worker_node(pool, 1, &node));
+  EXPECT_ERR(terroir_pool_worker_node(pool, 2, &node), TERROIR_ERROR_INVALID_WORKER, "worker index 2");
+
+  /* A join on the pool from outside it. */
+  atomic_long n = 0;
+  EXPECT_OK(terroir_join(pool, increment, &n, increment, &n));
+  EXPECT(n == 2);
+  EXPECT_ERR(terroir_join(pool, NULL, NULL, noop, NULL), TERROIR_ERROR_NULL_POINTER, "`fa`");
+  EXPECT_ERR(terroir_join(NULL, noop, NULL, NULL, NULL), TERROIR_ERROR_NULL_POINTER, "`fb`");
+
+  /* Double destroy, use after destroy, garbage handles. */
+  EXPECT_OK(terroir_pool_destroy(pool));
+  EXPECT_ERR(terroir_pool_destroy(pool), TERROIR_ERROR_INVALID_HANDLE, "not live");
+  EXPECT_ERR(terroir_join(pool, noop, NULL, noop, NULL), TERROIR_ERROR_INVALID_HANDLE, "pool handle");
+  EXPECT_ERR(terroir_pool_num_workers(pool, &workers), TERROIR_ERROR_INVALID_HANDLE, "not live");
+  terroir_group *g = NULL;
+  EXPECT_ERR(terroir_group_create(pool, &g), TERROIR_ERROR_INVALID_HANDLE, "not live");
+  EXPECT_ERR(terroir_pool_destroy((terroir_pool *)(uintptr_t)0x1234), TERROIR_ERROR_INVALID_HANDLE,
+             "not live");
+  EXPECT_ERR(terroir_pool_destroy((terroir_pool *)&workers), TERROIR_ERROR_INVALID_HANDLE, "not live");
+  EXPECT_ERR(terroir_pool_destroy(NULL), TERROIR_ERROR_NULL_POINTER, "`pool`");
+
+  /* The global pool: one, not destroyable, not re-initializable. */
+  terroir_pool *global = NULL, *again = NULL;
+  EXPECT_OK(terroir_pool_global(&global));
+  EXPECT_OK(terroir_pool_global(&again));
+  EXPECT(global != NULL && global == again);
+  EXPECT_ERR(terroir_pool_destroy(global), TERROIR_ERROR_INVALID_ARGUMENT, "global pool");
+  EXPECT_ERR(terroir_pool_global_init(NULL), TERROIR_ERROR_GLOBAL_ALREADY_INITIALIZED, "exists");
+  EXPECT_ERR(terroir_pool_global(NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+
+  /* Not a worker. */
+  size_t me = 0;
+  EXPECT_ERR(terroir_current_worker(&me), TERROIR_ERROR_NOT_IN_POOL, "not a worker");
+}
+
+/* ---- groups ---- */
+
+struct self_wait {
+  terroir_group *group;
+  int wait_rc, destroy_rc, join_rc;
+};
+
+static void wait_on_own_group(void *arg) {
+  struct self_wait *s = arg;
+  s->wait_rc = terroir_group_wait(s->group);
+  s->destroy_rc = terroir_group_destroy(s->group);
+}
+
+static void wait_in_branch(void *arg) {
+  struct self_wait *s = arg;
+  s->join_rc = terroir_group_wait(s->group);
+}
+
+static void join_then_wait(void *arg) {
+  struct self_wait *s = arg;
+  /* Both branches are part of this task: waiting on its group from either
+   * would deadlock just the same. */
+  if (terroir_join(NULL, noop, NULL, wait_in_branch, s) != TERROIR_ERROR_OK) s->join_rc = -1;
+}
+
+struct nested {
+  terroir_group *outer;
+  int rc;
+};
+
+static void wait_on_outer(void *arg) {
+  struct nested *n = arg;
+  n->rc = terroir_group_wait(n->outer);
+}
+
+/* A task of `outer` that waits on a group of its own, whose task waits on
+ * `outer`: that task is work the outer task waits for. */
+static void wait_through_inner(void *arg) {
+  struct nested *n = arg;
+  terroir_group *inner;
+  if (terroir_group_create(NULL, &inner) != TERROIR_ERROR_OK) abort();
+  if (terroir_group_spawn(inner, wait_on_outer, n, NULL) != TERROIR_ERROR_OK) abort();
+  if (terroir_group_destroy(inner) != TERROIR_ERROR_OK) abort();
+}
+
+struct tree {
+  terroir_group *group;
+  atomic_long *count;
+  int depth;
+};
+
+/* Spawns two more tasks into its own group until `depth` is 0. */
+static void grow(void *arg) {
+  struct tree *t = arg;
+  atomic_fetch_add(t->count, 1);
+  for (int i = 0; i < 2 && t->depth > 0; i++) {
+    struct tree *child = malloc(sizeof *child);
+    *child = (struct tree){t->group, t->count, t->depth - 1};
+    if (terroir_group_spawn(t->group, grow, child, NULL) != TERROIR_ERROR_OK) abort();
+  }
+  free(t);
+}
+
+struct where {
+  atomic_long wrong;
+  atomic_long ran;
+  size_t worker;
+};
+
+static void check_worker(void *arg) {
+  struct where *w = arg;
+  size_t me = 99;
+  if (terroir_current_worker(&me) != TERROIR_ERROR_OK || me != w->worker) atomic_fetch_add(&w->wrong, 1);
+  atomic_fetch_add(&w->ran, 1);
+}
+
+static void *spawn_from_thread(void *arg) {
+  terroir_group *g = arg;
+  static atomic_long n;
+  for (int i = 0; i < 100; i++)
+    if (terroir_group_spawn(g, increment, &n, NULL) != TERROIR_ERROR_OK) return (void *)1;
+  return NULL;
+}
+
+static void test_groups(void) {
+  terroir_group *g = NULL;
+  EXPECT_ERR(terroir_group_create(NULL, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+  EXPECT_OK(terroir_group_create(NULL, &g));
+  EXPECT_ERR(terroir_group_spawn(NULL, noop, NULL, NULL), TERROIR_ERROR_NULL_POINTER, "`group`");
+  EXPECT_ERR(terroir_group_spawn(g, NULL, NULL, NULL), TERROIR_ERROR_NULL_POINTER, "`f`");
+  terroir_place place = {.kind = 9};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "place->kind = 9");
+  place = (terroir_place){.kind = TERROIR_PLACE_KIND_NODE, .node = 777};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_NODE, "place->node = 777");
+  place = (terroir_place){.kind = TERROIR_PLACE_KIND_WORKER, .worker = 4096};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_WORKER, "worker index 4096");
+  place = (terroir_place){.kind = TERROIR_PLACE_KIND_DATA, .data = NULL, .len = 8};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_NULL_POINTER, "place->data");
+  char buffer[64] = {0};
+  place = (terroir_place){.kind = TERROIR_PLACE_KIND_DATA, .data = buffer, .len = 0};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_ZERO_SIZE, "place->len");
+  /* Valid places of every kind. */
+  atomic_long n = 0;
+  uint32_t node0 = 0;
+  EXPECT_OK(terroir_pool_node_id(NULL, 0, &node0));
+  terroir_place places[] = {
+      {.kind = TERROIR_PLACE_KIND_ANY},
+      {.kind = TERROIR_PLACE_KIND_NODE, .node = node0},
+      {.kind = TERROIR_PLACE_KIND_NODE, .node = node0, .strict = true},
+      {.kind = TERROIR_PLACE_KIND_WORKER, .worker = 0},
+      {.kind = TERROIR_PLACE_KIND_DATA, .data = buffer, .len = sizeof buffer},
+  };
+  for (size_t i = 0; i < sizeof places / sizeof places[0]; i++)
+    EXPECT_OK(terroir_group_spawn(g, increment, &n, &places[i]));
+  EXPECT_OK(terroir_group_spawn(g, increment, &n, NULL));
+  EXPECT_OK(terroir_group_wait(g));
+  EXPECT(n == 6);
+  EXPECT_OK(terroir_group_wait(g)); /* nothing left: returns at once */
+
+  /* Double destroy and use after destroy. */
+  EXPECT_OK(terroir_group_destroy(g));
+  EXPECT_ERR(terroir_group_destroy(g), TERROIR_ERROR_INVALID_HANDLE, "group handle");
+  EXPECT_ERR(terroir_group_wait(g), TERROIR_ERROR_INVALID_HANDLE, "not live");
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, NULL), TERROIR_ERROR_INVALID_HANDLE, "not live");
+  EXPECT_ERR(terroir_group_destroy((terroir_group *)(uintptr_t)0xdeadbeef), TERROIR_ERROR_INVALID_HANDLE,
+             "not live");
+  EXPECT_ERR(terroir_group_wait(NULL), TERROIR_ERROR_NULL_POINTER, "`group`");
+  EXPECT_ERR(terroir_group_destroy(NULL), TERROIR_ERROR_NULL_POINTER, "`group`");
+
+  /* Waiting on a group from inside one of its own tasks: an error, not a
+   * deadlock; the group stays usable. */
+  struct self_wait s = {.wait_rc = -1, .destroy_rc = -1, .join_rc = -1};
+  EXPECT_OK(terroir_group_create(NULL, &s.group));
+  EXPECT_OK(terroir_group_spawn(s.group, wait_on_own_group, &s, NULL));
+  EXPECT_OK(terroir_group_spawn(s.group, join_then_wait, &s, NULL));
+  EXPECT_OK(terroir_group_wait(s.group));
+  EXPECT(s.wait_rc == TERROIR_ERROR_WOULD_DEADLOCK);
+  EXPECT(s.destroy_rc == TERROIR_ERROR_WOULD_DEADLOCK);
+  EXPECT(s.join_rc == TERROIR_ERROR_WOULD_DEADLOCK);
+  EXPECT_OK(terroir_group_destroy(s.group));
+  struct nested nest = {.rc = -1};
+  EXPECT_OK(terroir_group_create(NULL, &nest.outer));
+  EXPECT_OK(terroir_group_spawn(nest.outer, wait_through_inner, &nest, NULL));
+  EXPECT_OK(terroir_group_destroy(nest.outer));
+  EXPECT(nest.rc == TERROIR_ERROR_WOULD_DEADLOCK);
+
+  /* Tasks spawning into their own group while it is waited for. */
+  atomic_long count = 0;
+  EXPECT_OK(terroir_group_create(NULL, &g));
+  struct tree *root = malloc(sizeof *root);
+  *root = (struct tree){g, &count, 10};
+  EXPECT_OK(terroir_group_spawn(g, grow, root, NULL));
+  EXPECT_OK(terroir_group_destroy(g));
+  EXPECT(count == 2047);
+
+  /* Spawns from several threads outside the pool, then one wait. */
+  EXPECT_OK(terroir_group_create(NULL, &g));
+  pthread_t threads[4];
+  for (int i = 0; i < 4; i++) pthread_create(&threads[i], NULL, spawn_from_thread, g);
+  for (int i = 0; i < 4; i++) {
+    void *r;
+    pthread_join(threads[i], &r);
+    EXPECT(r == NULL);
+  }
+  EXPECT_OK(terroir_group_destroy(g));
+
+  /* A strict worker place on a STRICT_LOCALITY pool runs on that worker;
+   * a group keeps its pool alive after the pool handle is destroyed. */
+  terroir_pool_config config = {.num_threads = 2, .policy = TERROIR_POLICY_STRICT_LOCALITY, .pin = TERROIR_PIN_OFF};
+  terroir_pool *pool;
+  EXPECT_OK(terroir_pool_create(&config, &pool));
+  EXPECT_OK(terroir_group_create(pool, &g));
+  EXPECT_OK(terroir_pool_destroy(pool));
+  struct where w = {.worker = 1};
+  place = (terroir_place){.kind = TERROIR_PLACE_KIND_WORKER, .worker = 1, .strict = true};
+  for (int i = 0; i < 50; i++) EXPECT_OK(terroir_group_spawn(g, check_worker, &w, &place));
+  EXPECT_OK(terroir_group_destroy(g));
+  EXPECT(w.ran == 50 && w.wrong == 0);
+}
+
+/* ---- memory ---- */
+
+static void test_memory(void) {
+  void *p = NULL;
+  uint32_t node0 = 0;
+  EXPECT_OK(terroir_pool_node_id(NULL, 0, &node0));
+  EXPECT_ERR(terroir_alloc_on_node(0, node0, &p), TERROIR_ERROR_ZERO_SIZE, "size is 0");
+  EXPECT_ERR(terroir_alloc_on_node(4096, node0, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+  EXPECT_ERR(terroir_alloc_on_node(4096, 777, &p), TERROIR_ERROR_INVALID_NODE, "allowed nodes");
+  EXPECT_ERR(terroir_alloc_interleaved(0, &p), TERROIR_ERROR_ZERO_SIZE, "size is 0");
+  EXPECT_ERR(terroir_alloc_on_node(SIZE_MAX, node0, &p), TERROIR_ERROR_OUT_OF_MEMORY, "out of memory");
+
+  size_t size = 1 << 20;
+  EXPECT_OK(terroir_alloc_on_node(size, node0, &p));
+  int32_t where = 12345;
+  EXPECT_OK(terroir_locate(p, size, &where));
+  EXPECT(where == -1); /* not touched yet */
+  memset(p, 1, size);
+  EXPECT_OK(terroir_locate(p, size, &where));
+  EXPECT(where == (int32_t)node0);
+  EXPECT_ERR(terroir_locate(NULL, size, &where), TERROIR_ERROR_NULL_POINTER, "`ptr`");
+  EXPECT_ERR(terroir_locate(p, 0, &where), TERROIR_ERROR_ZERO_SIZE, "len is 0");
+  EXPECT_ERR(terroir_locate(p, size, NULL), TERROIR_ERROR_NULL_POINTER, "`node`");
+
+  terroir_migration m = {0};
+  EXPECT_OK(terroir_migrate(p, size, node0, &m));
+  EXPECT(m.pages > 0 && m.moved + m.already_there == m.pages && m.not_moved == 0);
+  EXPECT_OK(terroir_migrate((char *)p + 100, 5000, node0, NULL)); /* a part: pages only */
+  EXPECT_ERR(terroir_migrate(p, 0, node0, &m), TERROIR_ERROR_ZERO_SIZE, "len is 0");
+  EXPECT_ERR(terroir_migrate(NULL, size, node0, &m), TERROIR_ERROR_NULL_POINTER, "`ptr`");
+  EXPECT_ERR(terroir_migrate(p, size, 777, &m), TERROIR_ERROR_INVALID_NODE, "allowed nodes");
+
+  /* A data place on a whole allocation (node known without a query). */
+  terroir_group *g;
+  atomic_long n = 0;
+  terroir_place place = {.kind = TERROIR_PLACE_KIND_DATA, .data = p, .len = size};
+  EXPECT_OK(terroir_group_create(NULL, &g));
+  EXPECT_OK(terroir_group_spawn(g, increment, &n, &place));
+  EXPECT_OK(terroir_group_destroy(g));
+  EXPECT(n == 1);
+
+  EXPECT_ERR(terroir_free((char *)p + 8), TERROIR_ERROR_UNKNOWN_POINTER, "not returned by terroir_alloc");
+  EXPECT_OK(terroir_free(p));
+  EXPECT_ERR(terroir_free(p), TERROIR_ERROR_UNKNOWN_POINTER, "freed already");
+  void *m1 = malloc(64);
+  EXPECT_ERR(terroir_free(m1), TERROIR_ERROR_UNKNOWN_POINTER, "not returned");
+  free(m1);
+  EXPECT_OK(terroir_free(NULL));
+
+  EXPECT_OK(terroir_alloc_interleaved(3 * 4096, &p));
+  memset(p, 2, 3 * 4096);
+  EXPECT_OK(terroir_locate(p, 3 * 4096, &where));
+  EXPECT(where >= 0);
+  EXPECT_OK(terroir_free(p));
+}
+
+int main(void) {
+  test_strings();
+  test_pools();
+  test_groups();
+  test_memory();
+  printf("errors: %d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}

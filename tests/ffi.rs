@@ -1,0 +1,437 @@
+//! The C API from C: compiles the C examples (`examples/c/`) and the C
+//! error tests (`examples/c/errors.c`) with the system C compiler against
+//! the crate's own `libterroir.so` / `libterroir.a`, runs them with small
+//! inputs, and runs them again under Valgrind (`--error-exitcode=1
+//! --leak-check=full`) when it is installed.
+//!
+//! Which library: the crate's `[lib]` has `crate-type = ["rlib", "cdylib",
+//! "staticlib"]`, and cargo builds every crate type of the library in the
+//! one compilation that this test binary depends on. The three artifacts
+//! land in the `deps/` directory next to this test executable, from the
+//! same sources, profile and features as the test itself, so the test
+//! links exactly what it tests without a nested `cargo build` (which would
+//! wait forever on the build-directory lock that `cargo test` holds, or
+//! rebuild everything in another target directory).
+//!
+//! Needs a C compiler (`$CC`, else `cc`); Valgrind and OpenMP are used when
+//! present and reported as skipped otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The directory with this build's `libterroir.so` and `libterroir.a`.
+fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let dir = exe.parent().expect("deps/").to_path_buf();
+        for lib in ["libterroir.so", "libterroir.a"] {
+            assert!(
+                dir.join(lib).exists(),
+                "{} is missing: the [lib] crate-type in Cargo.toml must include cdylib and \
+                 staticlib",
+                dir.join(lib).display()
+            );
+        }
+        dir
+    })
+}
+
+/// Where compiled C programs go.
+fn out_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ffi");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn cc() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".to_owned())
+}
+
+/// Runs `cmd` to completion (killing it after `limit`) and returns its
+/// output; panics with the command and its output when it fails.
+fn run(cmd: &mut Command, limit: Duration) -> Output {
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let start = Instant::now();
+    // Drain the pipes on threads so that a chatty child cannot block.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut v).ok();
+        v
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut v).ok();
+        v
+    });
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > limit {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("{what} did not finish within {limit:?} (deadlock?)");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let output = Output {
+        status,
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    };
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Compiles C sources into an executable linked with `libterroir.so`
+/// (rpath set), with `extra` flags.
+fn compile(name: &str, sources: &[&str], extra: &[&str]) -> PathBuf {
+    let exe = out_dir().join(name);
+    let mut cmd = Command::new(cc());
+    cmd.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra"])
+        .arg("-I")
+        .arg(root().join("include"));
+    for s in sources {
+        cmd.arg(root().join(s));
+    }
+    cmd.args(extra).arg("-o").arg(&exe);
+    run(&mut cmd, Duration::from_secs(120));
+    exe
+}
+
+fn compile_shared(name: &str, sources: &[&str]) -> PathBuf {
+    let dir = lib_dir().display().to_string();
+    compile(
+        name,
+        sources,
+        &[
+            "-L",
+            &dir,
+            "-lterroir",
+            "-lpthread",
+            &format!("-Wl,-rpath,{dir}"),
+        ],
+    )
+}
+
+/// The system libraries a Rust staticlib needs (what `rustc --print
+/// native-static-libs` prints for this target).
+const NATIVE_STATIC_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
+
+fn valgrind() -> Option<&'static str> {
+    static V: OnceLock<bool> = OnceLock::new();
+    let present = *V.get_or_init(|| {
+        Command::new("valgrind")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if present {
+        Some("valgrind")
+    } else {
+        eprintln!("valgrind is not installed: the Valgrind runs are skipped");
+        None
+    }
+}
+
+/// Runs `exe args` under Valgrind's memcheck (errors and leaks fail),
+/// when Valgrind is installed.
+fn under_valgrind(exe: &Path, args: &[&str]) -> Option<String> {
+    let v = valgrind()?;
+    let supp = root().join("tests/c/valgrind.supp");
+    let o = run(
+        Command::new(v)
+            .args(["--error-exitcode=1", "--leak-check=full", "-q"])
+            .arg(format!("--suppressions={}", supp.display()))
+            .arg(exe)
+            .args(args)
+            // Two workers whatever the machine: Valgrind serialises threads.
+            .env("TERROIR_NUM_THREADS", "2"),
+        Duration::from_secs(600),
+    );
+    Some(stdout(&o))
+}
+
+fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+        .unwrap_or_else(|| panic!("no {key}= in {line:?}"))
+}
+
+fn check_example_line(out: &str, name: &str) {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(name))
+        .unwrap_or_else(|| {
+            panic!("no line starting with {name} in {out:?}");
+        });
+    assert_eq!(field(line, "check"), "ok", "{line}");
+    assert_eq!(field(line, "result"), field(line, "expected"), "{line}");
+}
+
+#[test]
+fn error_cases_have_defined_results() {
+    let exe = compile_shared("errors", &["examples/c/errors.c"]);
+    let out = stdout(&run(&mut Command::new(&exe), Duration::from_secs(120)));
+    assert!(out.contains(", 0 failed"), "{out}");
+    if let Some(out) = under_valgrind(&exe, &[]) {
+        assert!(out.contains(", 0 failed"), "{out}");
+    }
+}
+
+#[test]
+fn c_examples_compute_what_sequential_code_does() {
+    /// An example: its name (also its source's), its arguments for a plain
+    /// run and for the (much slower) run under Valgrind.
+    struct Case {
+        name: &'static str,
+        args: &'static [&'static str],
+        valgrind_args: &'static [&'static str],
+    }
+    let cases = [
+        Case {
+            name: "fib",
+            args: &["22", "2"],
+            valgrind_args: &["18", "1"],
+        },
+        Case {
+            name: "nqueens",
+            args: &["8", "2"],
+            valgrind_args: &["6", "1"],
+        },
+        Case {
+            name: "health",
+            args: &["4", "30", "2"],
+            valgrind_args: &["3", "10", "1"],
+        },
+    ];
+    for Case {
+        name,
+        args,
+        valgrind_args,
+    } in cases
+    {
+        let exe = compile_shared(name, &[&format!("examples/c/{name}.c")]);
+        let out = stdout(&run(
+            Command::new(&exe).args(args),
+            Duration::from_secs(120),
+        ));
+        check_example_line(&out, name);
+        if let Some(out) = under_valgrind(&exe, valgrind_args) {
+            check_example_line(&out, name);
+        }
+    }
+}
+
+#[test]
+fn openmp_twins_compute_the_same() {
+    let probe = out_dir().join("omp_probe.c");
+    std::fs::write(
+        &probe,
+        "#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n",
+    )
+    .unwrap();
+    let ok = Command::new(cc())
+        .args(["-fopenmp", "-o"])
+        .arg(out_dir().join("omp_probe"))
+        .arg(&probe)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("the C compiler has no OpenMP (-fopenmp): the OpenMP twins are skipped");
+        return;
+    }
+    for (name, args) in [
+        ("fib_omp", &["20", "1"][..]),
+        ("nqueens_omp", &["7", "1"]),
+        ("health_omp", &["3", "10", "1"]),
+    ] {
+        let exe = compile(name, &[&format!("examples/c/{name}.c")], &["-fopenmp"]);
+        let out = stdout(&run(
+            Command::new(&exe).args(args),
+            Duration::from_secs(120),
+        ));
+        check_example_line(&out, name.trim_end_matches("_omp"));
+    }
+}
+
+#[test]
+fn static_library_links_and_runs() {
+    let a = lib_dir().join("libterroir.a").display().to_string();
+    let mut flags = vec![a.as_str()];
+    flags.extend(NATIVE_STATIC_LIBS);
+    let exe = compile("fib_static", &["examples/c/fib.c"], &flags);
+    let out = stdout(&run(
+        Command::new(&exe).args(["20", "1"]),
+        Duration::from_secs(60),
+    ));
+    check_example_line(&out, "fib");
+}
+
+/// Two shared objects that both use terroir: through `libterroir.so` they
+/// share one global pool (the first to initialize it wins, the second sees
+/// it); each with its own copy of `libterroir.a` (symbols kept private with
+/// `--exclude-libs`), each has a global pool of its own: the rayon#816
+/// situation the README warns about.
+#[test]
+fn shared_library_gives_one_global_pool_per_process() {
+    let dir = out_dir();
+    let plugin = root().join("tests/c/plugin.c");
+    let main = root().join("tests/c/two_plugins.c");
+    let libdir = lib_dir().display().to_string();
+    let build_plugin = |name: &str, link: &[&str]| {
+        let so = dir.join(format!("lib{name}.so"));
+        let mut cmd = Command::new(cc());
+        cmd.args([
+            "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-shared", "-fPIC",
+        ])
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg(format!("-DPLUGIN_NAME=plugin_{name}"))
+        .arg(&plugin)
+        .args(link)
+        .arg("-o")
+        .arg(&so);
+        run(&mut cmd, Duration::from_secs(60));
+    };
+    let rpath = format!("-Wl,-rpath,{libdir}");
+    build_plugin("dyn_a", &["-L", &libdir, "-lterroir", &rpath]);
+    build_plugin("dyn_b", &["-L", &libdir, "-lterroir", &rpath]);
+    let a = lib_dir().join("libterroir.a").display().to_string();
+    let mut static_link = vec!["-Wl,--exclude-libs,ALL", a.as_str()];
+    static_link.extend(NATIVE_STATIC_LIBS);
+    build_plugin("static_a", &static_link);
+    build_plugin("static_b", &static_link);
+
+    let d = dir.display().to_string();
+    let build_main = |name: &str, a: &str, b: &str| {
+        let exe = dir.join(name);
+        run(
+            Command::new(cc())
+                .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra"])
+                .arg("-I")
+                .arg(root().join("include"))
+                .arg(format!("-DFIRST=plugin_{a}"))
+                .arg(format!("-DSECOND=plugin_{b}"))
+                .arg(&main)
+                .arg(format!("-L{d}"))
+                .arg(format!("-l{a}"))
+                .arg(format!("-l{b}"))
+                .arg(format!("-Wl,-rpath,{d}"))
+                .arg("-o")
+                .arg(&exe),
+            Duration::from_secs(60),
+        );
+        exe
+    };
+    let shared = build_main("two_plugins_shared", "dyn_a", "dyn_b");
+    let out = stdout(&run(&mut Command::new(&shared), Duration::from_secs(60)));
+    assert!(out.contains("global pools: 1"), "{out}");
+    let separate = build_main("two_plugins_static", "static_a", "static_b");
+    let out = stdout(&run(&mut Command::new(&separate), Duration::from_secs(60)));
+    assert!(out.contains("global pools: 2"), "{out}");
+}
+
+/// Every function the header declares is exported by `libterroir.so`, and
+/// every exported `terroir_*` function is declared (the header is
+/// generated by cbindgen; `scripts/check-header.sh` checks it is current).
+#[test]
+fn header_declares_exactly_the_exported_functions() {
+    let header = std::fs::read_to_string(root().join("include/terroir.h")).unwrap();
+    let mut declared: Vec<String> = header
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//") && !l.trim_start().starts_with('*'))
+        .filter_map(|l| {
+            let i = l.find("terroir_")?;
+            let rest = &l[i..];
+            let end = rest.find('(')?;
+            let name = &rest[..end];
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                .then(|| name.to_owned())
+        })
+        .collect();
+    declared.sort();
+    declared.dedup();
+    let nm = run(
+        Command::new("nm")
+            .args(["-D", "--defined-only"])
+            .arg(lib_dir().join("libterroir.so")),
+        Duration::from_secs(60),
+    );
+    let mut exported: Vec<String> = stdout(&nm)
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace();
+            let (kind, name) = (parts.nth(1)?, parts.next()?);
+            (kind == "T" && name.starts_with("terroir_")).then(|| name.to_owned())
+        })
+        .collect();
+    exported.sort();
+    assert!(declared.len() >= 20, "{declared:?}");
+    assert_eq!(declared, exported);
+}
+
+/// The header compiles as strict C99 and as C++.
+#[test]
+fn header_compiles_as_c99_and_cpp() {
+    let dir = out_dir();
+    let src = dir.join("header_only.c");
+    std::fs::write(
+        &src,
+        "#include <terroir.h>\nstatic terroir_place p;\nstatic terroir_pool_config c;\n\
+         int main(void) { (void)p; (void)c; return TERROIR_ERROR_OK; }\n",
+    )
+    .unwrap();
+    run(
+        Command::new(cc())
+            .args(["-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-c"])
+            .arg("-I")
+            .arg(root().join("include"))
+            .arg(&src)
+            .arg("-o")
+            .arg(dir.join("header_only.o")),
+        Duration::from_secs(60),
+    );
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
+    if Command::new(&cxx).arg("--version").output().is_err() {
+        eprintln!("no C++ compiler: the C++ check of the header is skipped");
+        return;
+    }
+    let cpp = dir.join("header_only.cpp");
+    std::fs::copy(&src, &cpp).unwrap();
+    run(
+        Command::new(cxx)
+            .args(["-Wall", "-Wextra", "-Werror", "-c"])
+            .arg("-I")
+            .arg(root().join("include"))
+            .arg(&cpp)
+            .arg("-o")
+            .arg(dir.join("header_only_cpp.o")),
+        Duration::from_secs(60),
+    );
+}
