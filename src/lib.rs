@@ -71,7 +71,7 @@ pub mod sched;
 
 pub use sched::{
     current_num_threads, current_thread_index, in_place_scope, join, label, scope, spawn, Access,
-    Distribution, NodeStats, Place, PlaceError, Policy, PoolStats, Scope, ThreadPool,
+    DequeOrder, Distribution, NodeStats, Place, PlaceError, Policy, PoolStats, Scope, ThreadPool,
     ThreadPoolBuildError, ThreadPoolBuilder,
 };
 

@@ -538,3 +538,28 @@ fn join_after_an_idle_phase_runs_in_parallel() {
     });
     assert_ne!(a, b, "both halves of the join ran on worker {a:?}");
 }
+
+#[test]
+fn deque_order_decides_which_spawned_task_runs_first() {
+    use terroir::DequeOrder;
+    for (order, want) in [
+        (DequeOrder::Lifo, vec![4, 3, 2, 1, 0]),
+        (DequeOrder::Fifo, vec![0, 1, 2, 3, 4]),
+    ] {
+        // One worker: nobody steals, so the order is the deque's alone.
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(1)
+            .deque_order(order)
+            .build()
+            .unwrap();
+        let ran = Mutex::new(Vec::new());
+        pool.scope(|s| {
+            for i in 0..5 {
+                let ran = &ran;
+                s.spawn(move |_| ran.lock().unwrap().push(i));
+            }
+        });
+        assert_eq!(ran.into_inner().unwrap(), want, "{order:?}");
+        assert_eq!(order.name(), format!("{order:?}").to_lowercase());
+    }
+}

@@ -25,6 +25,6 @@ pub use pool::{
     ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD,
 };
 pub use record::{label, Label, RecordOptions, Recording, TaskRecord, WorkerTimes};
-pub use registry::Distribution;
+pub use registry::{DequeOrder, Distribution};
 pub use scope::{in_place_scope, scope, Scope};
 pub use stats::{NodeStats, PoolStats};

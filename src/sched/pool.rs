@@ -9,7 +9,9 @@ use std::sync::Arc;
 use super::place::{Place, PlaceError, Target};
 use super::policy::{ParsePolicyError, Policy};
 use super::record::{RecordOptions, Recording};
-use super::registry::{global_registry, init_global, Distribution, Registry, WorkerThread};
+use super::registry::{
+    global_registry, init_global, DequeOrder, Distribution, Registry, WorkerThread,
+};
 use super::scope::{scope, Scope};
 use super::stats::PoolStats;
 use crate::numa::{NumaError, Topology};
@@ -126,6 +128,7 @@ pub struct ThreadPoolBuilder {
     pin: Option<bool>,
     panic_handler: Option<Box<PanicHandler>>,
     distribution: Distribution,
+    deque_order: DequeOrder,
     push_threshold: Option<usize>,
 }
 
@@ -139,6 +142,7 @@ pub(crate) struct Config {
     pub(crate) pin: bool,
     pub(crate) panic_handler: Option<Box<PanicHandler>>,
     pub(crate) distribution: Distribution,
+    pub(crate) deque_order: DequeOrder,
     pub(crate) push_threshold: u64,
 }
 
@@ -217,6 +221,15 @@ impl ThreadPoolBuilder {
         self
     }
 
+    /// The order in which each worker takes jobs from its own deque
+    /// (default [`DequeOrder::Lifo`], depth-first). `Fifo` is there to
+    /// compare queue disciplines in benchmarks; `join` continuations stay
+    /// private either way until a thief asks for one.
+    pub fn deque_order(mut self, order: DequeOrder) -> Self {
+        self.deque_order = order;
+        self
+    }
+
     /// Work-pushing ([`Place::pushed`]) ignores declared regions smaller
     /// than `bytes` (default [`DEFAULT_PUSH_THRESHOLD`], 10 kB).
     pub fn push_threshold(mut self, bytes: usize) -> Self {
@@ -286,6 +299,7 @@ impl ThreadPoolBuilder {
             pin,
             panic_handler: self.panic_handler,
             distribution: self.distribution,
+            deque_order: self.deque_order,
             push_threshold: self.push_threshold.unwrap_or(DEFAULT_PUSH_THRESHOLD) as u64,
         })
     }

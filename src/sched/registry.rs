@@ -55,6 +55,31 @@ pub enum Distribution {
     ShortestQueue,
 }
 
+/// The order in which a worker takes jobs from its own deque: spawned
+/// tasks, promoted `join` continuations and tasks taken from a queue.
+/// Thieves always take the oldest job. This is the queue-discipline
+/// dimension of Qawasmeh et al.: newest first explores the task tree depth
+/// first (the work-first order of Cilk and rayon, which keeps the working
+/// set small), oldest first explores it breadth first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DequeOrder {
+    /// Newest job first: depth-first (the default, as in rayon).
+    #[default]
+    Lifo,
+    /// Oldest job first: breadth-first.
+    Fifo,
+}
+
+impl DequeOrder {
+    /// `"lifo"` or `"fifo"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DequeOrder::Lifo => "lifo",
+            DequeOrder::Fifo => "fifo",
+        }
+    }
+}
+
 /// Where a placed task goes, once resolved against the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Route {
@@ -238,7 +263,12 @@ impl Registry {
                 group: topo.pus()[p].l3_group_index(),
             })
             .collect();
-        let deques: Vec<Worker<JobRef>> = (0..n).map(|_| Worker::new_lifo()).collect();
+        let deques: Vec<Worker<JobRef>> = (0..n)
+            .map(|_| match config.deque_order {
+                DequeOrder::Lifo => Worker::new_lifo(),
+                DequeOrder::Fifo => Worker::new_fifo(),
+            })
+            .collect();
         let workers = deques
             .iter()
             .zip(&pus)
