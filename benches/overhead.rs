@@ -27,7 +27,12 @@
 //! - `terroir/<policy>` for each policy of [`Policy::ALL`]: a pool built
 //!   with `num_threads(2)` and that policy, entered with `pool.install`;
 //! - `rayon`: `rayon::ThreadPoolBuilder::new().num_threads(2)`, entered with
-//!   `pool.install`.
+//!   `pool.install`;
+//! - `chili` (fork-join workloads only): chili 0.2, a `join` with
+//!   heartbeat scheduling (Acar et al., PLDI 2018, after Spice): a pool of
+//!   two threads (the calling thread and one worker), entered with
+//!   `pool.scope()`; its `join` passes the scope down the recursion, so it
+//!   has a recursion of its own with the same shape.
 //!
 //! The three implementations share one generic recursion (see [`Joiner`]),
 //! so they differ only in what `join` does. Before benchmarking, every runner
@@ -117,6 +122,15 @@ fn fib<J: Joiner>(n: u64) -> u64 {
     a + b
 }
 
+/// `fib(n)` with chili's `join` on every call with `n >= 2`.
+fn fib_chili(n: u64, s: &mut chili::Scope<'_>) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = s.join(|s| fib_chili(n - 1, s), |s| fib_chili(n - 2, s));
+    a + b
+}
+
 /// A boxed binary-tree node.
 struct Node {
     value: u64,
@@ -148,6 +162,22 @@ fn tree_sum<J: Joiner>(node: &Node) -> u64 {
         || node.right.as_deref().map_or(0, tree_sum::<J>),
     );
     node.value + l + r
+}
+
+/// [`tree_sum`] with chili's `join`.
+fn tree_sum_chili(node: &Node, s: &mut chili::Scope<'_>) -> u64 {
+    let (l, r) = s.join(
+        |s| node.left.as_deref().map_or(0, |n| tree_sum_chili(n, s)),
+        |s| node.right.as_deref().map_or(0, |n| tree_sum_chili(n, s)),
+    );
+    node.value + l + r
+}
+
+fn chili_pool() -> chili::ThreadPool {
+    chili::ThreadPool::with_config(chili::Config {
+        thread_count: std::num::NonZero::new(THREADS),
+        ..chili::Config::default()
+    })
 }
 
 fn terroir_pool(policy: Policy) -> terroir::ThreadPool {
@@ -186,6 +216,8 @@ fn bench_workload<W>(
     }
     let got = pools.rayon.install(|| work.run::<Rayon>());
     assert_eq!(got, expected, "{name}: rayon disagrees");
+    let got = work.run_chili(&mut pools.chili.scope());
+    assert_eq!(got, expected, "{name}: chili disagrees");
 
     let mut group = c.benchmark_group(name);
     configure(&mut group);
@@ -200,18 +232,26 @@ fn bench_workload<W>(
     group.bench_function("rayon", |b| {
         b.iter(|| black_box(pools.rayon.install(|| work.run::<Rayon>())))
     });
+    group.bench_function("chili", |b| {
+        b.iter(|| black_box(work.run_chili(&mut pools.chili.scope())))
+    });
     group.finish();
 }
 
 /// A workload that can run under any [`Joiner`].
 trait Workload: Sync {
     fn run<J: Joiner>(&self) -> u64;
+    /// The same with chili (whose `join` passes its scope down).
+    fn run_chili(&self, s: &mut chili::Scope<'_>) -> u64;
 }
 
 struct Fib(u64);
 impl Workload for Fib {
     fn run<J: Joiner>(&self) -> u64 {
         fib::<J>(black_box(self.0))
+    }
+    fn run_chili(&self, s: &mut chili::Scope<'_>) -> u64 {
+        fib_chili(black_box(self.0), s)
     }
 }
 
@@ -220,17 +260,22 @@ impl Workload for TreeSum<'_> {
     fn run<J: Joiner>(&self) -> u64 {
         tree_sum::<J>(black_box(self.0))
     }
+    fn run_chili(&self, s: &mut chili::Scope<'_>) -> u64 {
+        tree_sum_chili(black_box(self.0), s)
+    }
 }
 
 struct Pools {
     terroir: Vec<(Policy, terroir::ThreadPool)>,
     rayon: rayon::ThreadPool,
+    chili: chili::ThreadPool,
 }
 
 fn overhead(c: &mut Criterion) {
     let pools = Pools {
         terroir: Policy::ALL.iter().map(|&p| (p, terroir_pool(p))).collect(),
         rayon: rayon_pool(),
+        chili: chili_pool(),
     };
 
     // ~3.5 M joins per iteration; tens of ms per iteration in parallel.
