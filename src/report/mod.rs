@@ -337,8 +337,17 @@ impl InflationReport {
     /// runs twice; its first result is checked against the second by the
     /// caller if it cares (the parallel one is returned).
     ///
+    /// For work that cannot be passed as a closure, record the two runs
+    /// with [`ThreadPool::start_recording`] and
+    /// [`ThreadPool::stop_recording`] (the baseline on
+    /// [`baseline_pool`](Self::baseline_pool)) and compare them with
+    /// [`new`](Self::new).
+    ///
     /// # Errors
     /// When the one-worker pool cannot be built.
+    ///
+    /// # Panics
+    /// When `pool` records already (see [`ThreadPool::record`]).
     pub fn measure<F, R>(
         pool: &ThreadPool,
         work: F,
@@ -347,16 +356,45 @@ impl InflationReport {
         F: Fn() -> R + Send + Sync,
         R: Send,
     {
-        let one = ThreadPoolBuilder::new()
-            .topology(pool.topology().clone())
-            .policy(pool.policy())
-            .pin(pool.is_pinned())
-            .num_threads(1)
-            .build()?;
+        let one = Self::baseline_pool(pool)?;
         let (_, baseline) = one.record(&work);
         drop(one);
         let (r, parallel) = pool.record(&work);
         Ok((r, InflationReport::new(&baseline, &parallel)))
+    }
+
+    /// The pool [`measure`](Self::measure) records its baseline on: one
+    /// worker, with `pool`'s topology, policy and pinning.
+    ///
+    /// ```
+    /// use terroir::report::InflationReport;
+    /// use terroir::sched::RecordOptions;
+    /// use terroir::ThreadPoolBuilder;
+    ///
+    /// let work = || terroir::join(|| terroir::label("a", || 1), || terroir::label("b", || 2));
+    /// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// let one = InflationReport::baseline_pool(&pool).unwrap();
+    /// assert_eq!(one.current_num_threads(), 1);
+    /// let options = RecordOptions::timestamps_only();
+    /// one.start_recording(&options).unwrap();
+    /// one.install(work);
+    /// let baseline = one.stop_recording().unwrap();
+    /// pool.start_recording(&options).unwrap();
+    /// pool.install(work);
+    /// let parallel = pool.stop_recording().unwrap();
+    /// let report = InflationReport::new(&baseline, &parallel);
+    /// assert_eq!(report.label("a").unwrap().parallel.count, 1);
+    /// ```
+    ///
+    /// # Errors
+    /// When the pool cannot be built.
+    pub fn baseline_pool(pool: &ThreadPool) -> Result<ThreadPool, ThreadPoolBuildError> {
+        ThreadPoolBuilder::new()
+            .topology(pool.topology().clone())
+            .policy(pool.policy())
+            .pin(pool.is_pinned())
+            .num_threads(1)
+            .build()
     }
 
     /// The row of `label`, if either run had such tasks.

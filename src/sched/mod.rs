@@ -24,7 +24,7 @@ pub use pool::{
     current_num_threads, current_thread_index, spawn, ThreadPool, ThreadPoolBuildError,
     ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD,
 };
-pub use record::{label, Label, RecordOptions, Recording, TaskRecord, WorkerTimes};
+pub use record::{label, Label, RecordError, RecordOptions, Recording, TaskRecord, WorkerTimes};
 pub use registry::{DequeOrder, Distribution};
 pub use scope::{in_place_scope, scope, Scope};
 pub use stats::{NodeStats, PoolStats};

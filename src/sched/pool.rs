@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::place::{Place, PlaceError, Target};
 use super::policy::{ParsePolicyError, Policy};
-use super::record::{RecordOptions, Recording};
+use super::record::{RecordError, RecordOptions, Recording};
 use super::registry::{
     global_registry, init_global, DequeOrder, Distribution, Registry, WorkerThread,
 };
@@ -452,8 +452,18 @@ impl ThreadPool {
 
     /// Runs `op` in this pool (as [`install`](Self::install)) while
     /// recording every task and every worker's time, with the default
-    /// [`RecordOptions`] (all counters that can be opened). Calls on one
-    /// pool are serialised.
+    /// [`RecordOptions`] (all counters that can be opened).
+    ///
+    /// The closure form of [`start_recording`](Self::start_recording) and
+    /// [`stop_recording`](Self::stop_recording) (the same protocol): the
+    /// recording covers every job the pool runs meanwhile, `op`'s and any
+    /// other thread's.
+    ///
+    /// # Panics
+    /// When the pool records already (a `record` nested in `op`, a `record`
+    /// on another thread, a recording started and not stopped):
+    /// [`try_record_with`](Self::try_record_with) returns that as an error
+    /// instead. Propagates a panic of `op` (once the recording is stopped).
     ///
     /// ```
     /// use terroir::ThreadPoolBuilder;
@@ -479,17 +489,105 @@ impl ThreadPool {
         OP: FnOnce() -> R + Send,
         R: Send,
     {
-        self.registry.record(&RecordOptions::default(), op)
+        self.record_with(&RecordOptions::default(), op)
     }
 
     /// [`record`](Self::record) with the given options (e.g.
     /// [`RecordOptions::timestamps_only`]).
+    ///
+    /// # Panics
+    /// As [`record`](Self::record).
     pub fn record_with<OP, R>(&self, options: &RecordOptions, op: OP) -> (R, Recording)
     where
         OP: FnOnce() -> R + Send,
         R: Send,
     {
+        self.try_record_with(options, op).unwrap_or_else(|e| {
+            panic!(
+                "terroir: ThreadPool::record called while this pool is already recording \
+                 (from inside another record, from two threads at once, or between \
+                 start_recording and stop_recording): {e}"
+            )
+        })
+    }
+
+    /// [`record_with`](Self::record_with), with a pool that records already
+    /// reported rather than a panic.
+    ///
+    /// # Errors
+    /// [`RecordError::AlreadyRecording`] when the pool records already;
+    /// `op` has not run.
+    ///
+    /// ```
+    /// use terroir::sched::{RecordError, RecordOptions};
+    /// use terroir::ThreadPoolBuilder;
+    /// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// let options = RecordOptions::timestamps_only();
+    /// let (nested, _rec) = pool
+    ///     .try_record_with(&options, || pool.try_record_with(&options, || ()).map(drop))
+    ///     .unwrap();
+    /// assert_eq!(nested, Err(RecordError::AlreadyRecording));
+    /// ```
+    pub fn try_record_with<OP, R>(
+        &self,
+        options: &RecordOptions,
+        op: OP,
+    ) -> Result<(R, Recording), RecordError>
+    where
+        OP: FnOnce() -> R + Send,
+        R: Send,
+    {
         self.registry.record(options, op)
+    }
+
+    /// Starts recording every task and every worker's time until
+    /// [`stop_recording`](Self::stop_recording): the two-call form of
+    /// [`record_with`](Self::record_with), for code that cannot wrap the
+    /// recorded work in a closure (the C API's `terroir_record_start` and
+    /// `terroir_record_stop`). Start and stop may be called from any
+    /// threads, in or outside the pool. The recording covers every job the
+    /// pool runs meanwhile; a pool dropped while it records discards the
+    /// recording.
+    ///
+    /// # Errors
+    /// [`RecordError::AlreadyRecording`] when the pool records already (a
+    /// start not stopped yet, or a [`record`](Self::record) in progress):
+    /// a pool has one recording at a time.
+    ///
+    /// ```
+    /// use terroir::sched::{RecordError, RecordOptions};
+    /// use terroir::{label, ThreadPoolBuilder};
+    /// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// pool.start_recording(&RecordOptions::timestamps_only()).unwrap();
+    /// assert_eq!(pool.start_recording(&RecordOptions::default()), Err(RecordError::AlreadyRecording));
+    /// let sum = pool.install(|| {
+    ///     terroir::join(
+    ///         || label("left", || (0..1000u64).sum::<u64>()),
+    ///         || label("right", || (1000..2000u64).sum::<u64>()),
+    ///     )
+    /// });
+    /// let rec = pool.stop_recording().unwrap();
+    /// assert_eq!(sum, (499_500, 1_499_500));
+    /// assert_eq!(rec.tasks.iter().filter(|t| t.label.as_str() == "left").count(), 1);
+    /// assert_eq!(pool.stop_recording().unwrap_err(), RecordError::NotRecording);
+    /// ```
+    pub fn start_recording(&self, options: &RecordOptions) -> Result<(), RecordError> {
+        self.registry.start_recording(options)
+    }
+
+    /// Stops the recording that [`start_recording`](Self::start_recording)
+    /// started, and returns it. Like the closure form, it first lets the
+    /// jobs that are finishing close (briefly: a long job of another user
+    /// does not hold it up), and waits for the workers writing their
+    /// records.
+    ///
+    /// # Errors
+    /// [`RecordError::NotRecording`] when the pool does not record (never
+    /// started, or stopped already); [`RecordError::RecordInProgress`]
+    /// when its recording belongs to a [`record`](Self::record) call in
+    /// progress, which stops it itself.
+    pub fn stop_recording(&self) -> Result<Recording, RecordError> {
+        self.registry.stop_recording()
     }
 
     /// Number of workers of this pool.

@@ -1,6 +1,8 @@
 //! Recording: what each worker ran, for how long, and where its time went.
 //!
-//! While a pool records ([`ThreadPool::record`](crate::ThreadPool::record)),
+//! While a pool records ([`ThreadPool::record`](crate::ThreadPool::record),
+//! or between [`ThreadPool::start_recording`](crate::ThreadPool::start_recording)
+//! and [`ThreadPool::stop_recording`](crate::ThreadPool::stop_recording)),
 //! every job a worker runs and every labelled region ([`label`]) inside one
 //! is a *frame*: a start and end time, the counters read at both ends, and
 //! the time spent in its children (nested labelled regions, and waits for
@@ -19,6 +21,21 @@
 //! `writing` clear (Acquire). Either the worker sees the recording stopped,
 //! or the stopper sees the worker writing and waits: they never touch the
 //! buffer at the same time.
+//!
+//! ## Starting and stopping
+//! A pool has at most one recording at a time: its *session* (a mutex in
+//! [`PoolRecorder`]) is empty or names the recording's owner, either the
+//! closure form (`record`, which stops when its closure returns) or an
+//! explicit `start_recording` (stopped by `stop_recording`). [`start`] and
+//! [`stop`] are the one protocol both forms use; each runs entirely under
+//! the session's lock. So a start that follows a stop (on any thread)
+//! happens after that stop's wait for the writers: the start may reset the
+//! buffers, because no worker writes them until it sees `recording` set
+//! again, which the start does last (SeqCst, after the reset). A start
+//! finding the session taken fails with [`RecordError::AlreadyRecording`]
+//! (the closure form turns that into its documented panic); a stop finding
+//! it empty fails with [`RecordError::NotRecording`], and an explicit stop
+//! of a closure's recording with [`RecordError::RecordInProgress`].
 //!
 //! When no pool records, the cost on the hot path is one relaxed load of a
 //! global counter and a predictable branch per job.
@@ -118,7 +135,8 @@ pub struct WorkerTimes {
     pub idle_ns: u64,
 }
 
-/// What [`ThreadPool::record`](crate::ThreadPool::record) returns.
+/// What [`ThreadPool::record`](crate::ThreadPool::record) and
+/// [`ThreadPool::stop_recording`](crate::ThreadPool::stop_recording) return.
 #[derive(Clone, Debug)]
 pub struct Recording {
     /// Workers of the pool.
@@ -164,6 +182,62 @@ impl RecordOptions {
     }
 }
 
+/// Why a recording could not start or stop (see
+/// [`ThreadPool::start_recording`](crate::ThreadPool::start_recording)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// A start while the pool records already: a `start_recording` not
+    /// stopped yet, or a `record` call in progress (the caller's own, when
+    /// nested, or another thread's). A pool has one recording at a time.
+    AlreadyRecording,
+    /// A stop while the pool does not record: `start_recording` was not
+    /// called, or its recording was stopped already.
+    NotRecording,
+    /// `stop_recording` while the pool's recording belongs to a `record`
+    /// call in progress, which stops it itself when its closure returns.
+    RecordInProgress,
+}
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RecordError::AlreadyRecording => {
+                "the pool is recording already (a recording started and not stopped yet, or a \
+                 record call in progress, on this thread or another): a pool has one recording \
+                 at a time"
+            }
+            RecordError::NotRecording => {
+                "the pool is not recording (no recording was started, or it was stopped already)"
+            }
+            RecordError::RecordInProgress => {
+                "the pool's recording belongs to a record call in progress, which stops it when \
+                 its closure returns"
+            }
+        })
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+/// Who owns a pool's recording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// The closure form (`record`), which stops it when its closure returns.
+    Closure,
+    /// `start_recording`, stopped by `stop_recording`.
+    Explicit,
+}
+
+/// The recording a pool runs now (see "Starting and stopping" in the
+/// module docs).
+struct Session {
+    owner: Owner,
+    start: u64,
+    counters: Vec<Counter>,
+    unavailable: Vec<Unavailable>,
+}
+
 /// Per-worker recording slot, shared with the stopper (see the module docs
 /// for the protocol).
 pub(crate) struct Slot {
@@ -205,8 +279,9 @@ pub(crate) struct PoolRecorder {
     epoch: AtomicU64,
     start_ns: AtomicU64,
     counters: std::sync::Mutex<Vec<Counter>>,
-    /// Serialises `record` calls on one pool.
-    busy: std::sync::Mutex<()>,
+    /// The recording in progress, if any: starts and stops run under this
+    /// lock (see the module docs).
+    session: std::sync::Mutex<Option<Session>>,
 }
 
 impl PoolRecorder {
@@ -216,7 +291,7 @@ impl PoolRecorder {
             epoch: AtomicU64::new(0),
             start_ns: AtomicU64::new(0),
             counters: std::sync::Mutex::new(Vec::new()),
-            busy: std::sync::Mutex::new(()),
+            session: std::sync::Mutex::new(None),
         }
     }
 
@@ -226,24 +301,44 @@ impl PoolRecorder {
     pub(crate) fn is_recording(&self) -> bool {
         self.recording.load(Ordering::Acquire)
     }
+
+    fn session(&self) -> std::sync::MutexGuard<'_, Option<Session>> {
+        // Poisoned only by a panic inside a start or stop (a bug, or the
+        // counter probe before anything changed): the session is still
+        // the last one set.
+        self.session.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
-/// Runs `op` while recording `slots` (a pool's workers).
-pub(crate) fn record<R>(
+impl Drop for PoolRecorder {
+    /// A pool dropped while it records (a `start_recording` never stopped):
+    /// the recording is discarded, and the process-wide count of recording
+    /// pools goes down with it, so that the hot path's check is cheap
+    /// again.
+    fn drop(&mut self) {
+        let session = self.session.get_mut().unwrap_or_else(|e| e.into_inner());
+        if session.take().is_some() {
+            ACTIVE.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Starts a recording of `slots` (a pool's workers) owned by `owner`.
+///
+/// # Errors
+/// [`RecordError::AlreadyRecording`] when the pool records already.
+pub(crate) fn start(
     rec: &PoolRecorder,
     slots: &[&Slot],
-    meta: (Policy, Vec<NodeId>),
     options: &RecordOptions,
-    op: impl FnOnce() -> R,
-) -> (R, Recording) {
-    let _one_at_a_time = match rec.busy.try_lock() {
-        Ok(g) => g,
-        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => panic!(
-            "terroir: ThreadPool::record called while this pool is already recording \
-             (from inside another record, or from two threads at once)"
-        ),
-    };
+    owner: Owner,
+) -> Result<(), RecordError> {
+    // Held until the recording is on: a concurrent start waits, then finds
+    // the session taken; a concurrent stop waits, then stops this one.
+    let mut session = rec.session();
+    if session.is_some() {
+        return Err(RecordError::AlreadyRecording);
+    }
     // Which counters open here (the workers see the same: same kernel,
     // same permissions); the workers open their own groups lazily.
     let mut wanted = options.counters.clone();
@@ -255,8 +350,10 @@ pub(crate) fn record<R>(
     drop(probe);
     *rec.counters.lock().unwrap_or_else(|e| e.into_inner()) = counters.clone();
     for s in slots {
-        // SAFETY: not recording, so no worker writes (the previous stop
-        // waited for every writer).
+        // SAFETY: not recording: the session is empty and we hold its lock,
+        // so the last stop (which emptied it under that lock) has waited
+        // for every writer, and no worker writes until it sees `recording`
+        // set, which happens below, after this reset (SeqCst).
         unsafe { *s.data.get() = SlotData::default() };
     }
     let start = now_ns();
@@ -264,14 +361,51 @@ pub(crate) fn record<R>(
     rec.epoch.fetch_add(1, Ordering::SeqCst);
     ACTIVE.fetch_add(1, Ordering::SeqCst);
     rec.recording.store(true, Ordering::SeqCst);
+    *session = Some(Session {
+        owner,
+        start,
+        counters,
+        unavailable,
+    });
+    Ok(())
+}
 
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(op));
-
-    // The job that ran `op` closes its frame just after it let us go: give
-    // open frames a moment to close (other users' long jobs do not hold
-    // the stop up for more than that).
+/// Stops the recording of `slots` that `owner` started, once its writers
+/// are done, and collects it. `meta` is the pool's policy and nodes.
+///
+/// # Errors
+/// [`RecordError::NotRecording`] when the pool does not record;
+/// [`RecordError::RecordInProgress`] when an explicit stop finds a
+/// closure's recording.
+pub(crate) fn stop(
+    rec: &PoolRecorder,
+    slots: &[&Slot],
+    meta: (Policy, Vec<NodeId>),
+    owner: Owner,
+) -> Result<Recording, RecordError> {
+    // Held until the buffers are collected: a start that follows this stop
+    // waits for the writers to be done (see `start`).
+    let mut guard = rec.session();
+    let session = match guard.take() {
+        None => return Err(RecordError::NotRecording),
+        Some(s) if s.owner != owner => {
+            *guard = Some(s);
+            return Err(RecordError::RecordInProgress);
+        }
+        Some(s) => s,
+    };
+    // The caller's own frames, when it is one of the workers, enclose this
+    // call: they cannot close before it returns, so there is no waiting for
+    // them (its slot is not being written either: it runs this code).
+    let own: *const Slot = WorkerThread::current().map_or(std::ptr::null(), |wt| wt.rec_slot());
+    // The job that ran the recorded work (an `install` from outside the
+    // pool, the closure form's `op`) closes its frame just after it let
+    // the caller go: give open frames a moment to close (other users' long
+    // jobs do not hold the stop up for more than that).
     let grace = Instant::now();
-    while slots.iter().any(|s| s.open.load(Ordering::SeqCst) != 0)
+    while slots
+        .iter()
+        .any(|s| !std::ptr::eq(*s, own) && s.open.load(Ordering::SeqCst) != 0)
         && grace.elapsed() < std::time::Duration::from_millis(50)
     {
         std::thread::yield_now();
@@ -279,6 +413,7 @@ pub(crate) fn record<R>(
     rec.recording.store(false, Ordering::SeqCst);
     let stop = now_ns();
     ACTIVE.fetch_sub(1, Ordering::SeqCst);
+    let start = session.start;
     let mut tasks = Vec::new();
     let mut workers = Vec::new();
     for s in slots {
@@ -286,7 +421,8 @@ pub(crate) fn record<R>(
             std::hint::spin_loop();
         }
         // SAFETY: recording is off and the worker is not writing: by the
-        // protocol it will not touch `data` until the next start.
+        // protocol it will not touch `data` until the next start, which
+        // waits for the session lock we hold.
         let mut d = std::mem::take(unsafe { &mut *s.data.get() });
         // A worker still waiting for work was idle since it began waiting
         // (or since the start, if it began before).
@@ -297,24 +433,43 @@ pub(crate) fn record<R>(
         tasks.append(&mut d.tasks);
         workers.push(d.times);
     }
-    let r = match result {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
-    };
+    drop(guard);
     tasks.sort_by_key(|t| (t.worker, t.start_ns));
-    (
-        r,
-        Recording {
-            threads: slots.len(),
-            policy: meta.0,
-            nodes: meta.1,
-            wall_ns: stop - start,
-            tasks,
-            workers,
-            counters,
-            unavailable,
-        },
-    )
+    Ok(Recording {
+        threads: slots.len(),
+        policy: meta.0,
+        nodes: meta.1,
+        wall_ns: stop - start,
+        tasks,
+        workers,
+        counters: session.counters,
+        unavailable: session.unavailable,
+    })
+}
+
+/// Runs `op` while recording `slots` (a pool's workers): [`start`], `op`,
+/// [`stop`]. A panic of `op` propagates once the recording is stopped.
+///
+/// # Errors
+/// [`RecordError::AlreadyRecording`] (and `op` does not run) when the pool
+/// records already.
+pub(crate) fn record<R>(
+    rec: &PoolRecorder,
+    slots: &[&Slot],
+    meta: (Policy, Vec<NodeId>),
+    options: &RecordOptions,
+    op: impl FnOnce() -> R,
+) -> Result<(R, Recording), RecordError> {
+    start(rec, slots, options, Owner::Closure)?;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(op));
+    // Nothing else stops a closure's recording (an explicit stop gets
+    // `RecordInProgress`), so this stop finds its own.
+    let recording = stop(rec, slots, meta, Owner::Closure)
+        .unwrap_or_else(|e| unreachable!("a record call's own recording: {e}"));
+    match result {
+        Ok(r) => Ok((r, recording)),
+        Err(p) => std::panic::resume_unwind(p),
+    }
 }
 
 /// One open frame of a worker.
@@ -589,5 +744,222 @@ pub fn label<R>(name: &'static str, f: impl FnOnce() -> R) -> R {
             f()
         }
         _ => f(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ThreadPoolBuilder;
+
+    fn pool(n: usize) -> crate::ThreadPool {
+        ThreadPoolBuilder::new()
+            .num_threads(n)
+            .pin(false)
+            .build()
+            .unwrap()
+    }
+
+    fn labelled(rec: &Recording, name: &str) -> usize {
+        rec.tasks
+            .iter()
+            .filter(|t| t.label.as_str() == name)
+            .count()
+    }
+
+    fn leaves(n: usize) {
+        crate::scope(|s| {
+            for _ in 0..n {
+                s.spawn(|_| {
+                    label("leaf", || std::hint::black_box((0..1000u64).sum::<u64>()));
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn start_and_stop_record_what_ran_between() {
+        let pool = pool(2);
+        let options = RecordOptions::timestamps_only();
+        pool.start_recording(&options).unwrap();
+        pool.install(|| leaves(20));
+        let rec = pool.stop_recording().unwrap();
+        assert_eq!(labelled(&rec, "leaf"), 20);
+        assert_eq!(rec.threads, 2);
+        assert_eq!(rec.workers.len(), 2);
+        assert!(rec.wall_ns > 0);
+        assert!(rec.counters.is_empty());
+        // Work after the stop is not recorded; a new recording starts empty.
+        pool.install(|| leaves(5));
+        pool.start_recording(&options).unwrap();
+        pool.install(|| leaves(3));
+        let again = pool.stop_recording().unwrap();
+        assert_eq!(labelled(&again, "leaf"), 3);
+    }
+
+    #[test]
+    fn start_twice_and_stop_without_start_are_errors() {
+        let pool = pool(2);
+        assert_eq!(
+            pool.stop_recording().unwrap_err(),
+            RecordError::NotRecording
+        );
+        pool.start_recording(&RecordOptions::default()).unwrap();
+        assert_eq!(
+            pool.start_recording(&RecordOptions::timestamps_only()),
+            Err(RecordError::AlreadyRecording)
+        );
+        // The closure form on a recording pool: an error, `op` not run.
+        let ran = std::sync::atomic::AtomicBool::new(false);
+        let r = pool.try_record_with(&RecordOptions::default(), || {
+            ran.store(true, Ordering::SeqCst)
+        });
+        assert_eq!(r.unwrap_err(), RecordError::AlreadyRecording);
+        assert!(!ran.load(Ordering::SeqCst));
+        pool.install(|| leaves(2));
+        let rec = pool.stop_recording().unwrap();
+        assert_eq!(labelled(&rec, "leaf"), 2);
+        assert_eq!(
+            pool.stop_recording().unwrap_err(),
+            RecordError::NotRecording
+        );
+        for e in [
+            RecordError::AlreadyRecording,
+            RecordError::NotRecording,
+            RecordError::RecordInProgress,
+        ] {
+            assert!(!e.to_string().is_empty());
+        }
+    }
+
+    #[test]
+    fn a_record_call_owns_its_recording() {
+        let pool = pool(2);
+        let options = RecordOptions::timestamps_only();
+        let ((start, stop), rec) = pool.record_with(&options, || {
+            leaves(4);
+            (
+                pool.start_recording(&options),
+                pool.stop_recording().map(drop),
+            )
+        });
+        assert_eq!(start, Err(RecordError::AlreadyRecording));
+        assert_eq!(stop, Err(RecordError::RecordInProgress));
+        assert_eq!(labelled(&rec, "leaf"), 4);
+        // From another thread while the closure runs: the same.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ((), _) = pool.record_with(&options, || {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    tx.send((
+                        pool.start_recording(&options),
+                        pool.stop_recording().map(drop),
+                    ))
+                    .unwrap()
+                });
+            });
+        });
+        let (start, stop) = rx.recv().unwrap();
+        assert_eq!(start, Err(RecordError::AlreadyRecording));
+        assert_eq!(stop, Err(RecordError::RecordInProgress));
+        // And the pool records again afterwards, both ways.
+        pool.start_recording(&options).unwrap();
+        pool.stop_recording().unwrap();
+        let (_, rec) = pool.record_with(&options, || leaves(1));
+        assert_eq!(labelled(&rec, "leaf"), 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "already recording")]
+    fn the_closure_form_panics_on_a_recording_pool() {
+        let pool = pool(1);
+        pool.start_recording(&RecordOptions::timestamps_only())
+            .unwrap();
+        pool.record(|| ());
+    }
+
+    #[test]
+    fn a_panic_in_the_closure_stops_the_recording() {
+        let pool = pool(2);
+        let options = RecordOptions::timestamps_only();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.record_with(&options, || panic!("expected: a test panic"))
+        }));
+        assert!(r.is_err());
+        assert_eq!(
+            pool.stop_recording().unwrap_err(),
+            RecordError::NotRecording
+        );
+        pool.start_recording(&options).unwrap();
+        pool.stop_recording().unwrap();
+    }
+
+    #[test]
+    fn start_and_stop_on_different_threads_and_inside_the_pool() {
+        let pool = pool(2);
+        let options = RecordOptions::timestamps_only();
+        std::thread::scope(|s| {
+            s.spawn(|| pool.start_recording(&options).unwrap());
+        });
+        pool.install(|| leaves(6));
+        let rec =
+            std::thread::scope(|s| s.spawn(|| pool.stop_recording().unwrap()).join()).unwrap();
+        assert_eq!(labelled(&rec, "leaf"), 6);
+        // Started and stopped by a job of the pool itself.
+        let rec = pool.install(|| {
+            pool.start_recording(&options).unwrap();
+            leaves(3);
+            pool.stop_recording().unwrap()
+        });
+        assert_eq!(labelled(&rec, "leaf"), 3);
+        // Stopped by a job that began after the start: its own open frame
+        // encloses the stop and does not hold it up for the grace period
+        // (50 ms), at least once in five tries on a loaded machine.
+        let fastest = (0..5)
+            .map(|_| {
+                pool.start_recording(&options).unwrap();
+                let (rec, took) = pool.install(|| {
+                    leaves(3);
+                    let t = Instant::now();
+                    (pool.stop_recording().unwrap(), t.elapsed())
+                });
+                assert_eq!(labelled(&rec, "leaf"), 3);
+                took
+            })
+            .min()
+            .unwrap();
+        assert!(
+            fastest < std::time::Duration::from_millis(40),
+            "{fastest:?}"
+        );
+    }
+
+    #[test]
+    fn one_of_concurrent_starts_wins() {
+        let pool = pool(2);
+        let options = RecordOptions::timestamps_only();
+        for _ in 0..20 {
+            let wins: usize = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..4)
+                    .map(|_| s.spawn(|| pool.start_recording(&options).is_ok()))
+                    .collect();
+                hs.into_iter().map(|h| h.join().unwrap() as usize).sum()
+            });
+            assert_eq!(wins, 1);
+            pool.stop_recording().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_pool_dropped_while_recording_discards_it() {
+        let pool = pool(2);
+        pool.start_recording(&RecordOptions::timestamps_only())
+            .unwrap();
+        pool.install(|| leaves(2));
+        drop(pool);
+        // Another pool records as usual.
+        let other = self::pool(1);
+        let (_, rec) = other.record_with(&RecordOptions::timestamps_only(), || leaves(2));
+        assert_eq!(labelled(&rec, "leaf"), 2);
     }
 }

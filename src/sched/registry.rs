@@ -14,7 +14,9 @@ use super::latch::{CoreLatch, LockLatch};
 use super::place::{self, Access, Place};
 use super::policy::{Policy, Seat, StealPlan, Target};
 use super::pool::{PanicHandler, ThreadPoolBuildError, ThreadPoolBuilder};
-use super::record::{self, Label, PoolRecorder, RecordOptions, Recording, Slot, WorkerRec};
+use super::record::{
+    self, Label, Owner, PoolRecorder, RecordError, RecordOptions, Recording, Slot, WorkerRec,
+};
 use super::sleep::{Sleep, Wake};
 use super::stats::{bump, NodeStats, PoolStats, WorkerStats};
 use crate::numa::{self, CpuSet, Topology};
@@ -453,21 +455,42 @@ impl Registry {
         &self.recorder
     }
 
+    /// The workers' recording slots, and the pool's policy and nodes for
+    /// a [`Recording`].
+    fn rec_parts(&self) -> (Vec<&Slot>, (Policy, Vec<numa::NodeId>)) {
+        let slots = self.workers.iter().map(|w| &w.rec).collect();
+        let nodes = self.topology.nodes().iter().map(|n| n.id()).collect();
+        (slots, (self.policy, nodes))
+    }
+
     /// Runs `op` in this pool while recording (see `record.rs`).
-    pub(crate) fn record<OP, R>(self: &Arc<Self>, options: &RecordOptions, op: OP) -> (R, Recording)
+    pub(crate) fn record<OP, R>(
+        self: &Arc<Self>,
+        options: &RecordOptions,
+        op: OP,
+    ) -> Result<(R, Recording), RecordError>
     where
         OP: FnOnce() -> R + Send,
         R: Send,
     {
-        let slots: Vec<&Slot> = self.workers.iter().map(|w| &w.rec).collect();
-        let nodes = self.topology.nodes().iter().map(|n| n.id()).collect();
-        record::record(
-            &self.recorder,
-            &slots,
-            (self.policy, nodes),
-            options,
-            || self.in_worker(|_, _| op()),
-        )
+        let (slots, meta) = self.rec_parts();
+        record::record(&self.recorder, &slots, meta, options, || {
+            self.in_worker(|_, _| op())
+        })
+    }
+
+    /// Starts a recording that [`stop_recording`](Self::stop_recording)
+    /// stops (see `record.rs`).
+    pub(crate) fn start_recording(&self, options: &RecordOptions) -> Result<(), RecordError> {
+        let (slots, _) = self.rec_parts();
+        record::start(&self.recorder, &slots, options, Owner::Explicit)
+    }
+
+    /// Stops the recording [`start_recording`](Self::start_recording)
+    /// started.
+    pub(crate) fn stop_recording(&self) -> Result<Recording, RecordError> {
+        let (slots, meta) = self.rec_parts();
+        record::stop(&self.recorder, &slots, meta, Owner::Explicit)
     }
 
     /// Workers of node index `node`.
