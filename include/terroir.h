@@ -19,9 +19,10 @@
  *    worker thread, or the global pool on a thread outside every pool.
  *  - Nodes are OS NUMA node numbers everywhere (terroir_pool_node_id lists
  *    a pool's nodes).
- *  - terroir_pool and terroir_group pointers are handles (keys into a
- *    handle table), never dereferenced: a double destroy, or any use of a
- *    destroyed handle, returns TERROIR_ERROR_INVALID_HANDLE.
+ *  - terroir_pool, terroir_group, terroir_recording and terroir_report
+ *    pointers are handles (keys into handle tables), never dereferenced: a
+ *    double destroy, or any use of a destroyed handle, returns
+ *    TERROIR_ERROR_INVALID_HANDLE.
  *
  * One process-wide pool
  *  The global pool lives in the terroir library. Every shared object of a
@@ -32,7 +33,13 @@
  *  copy) two global pools that oversubscribe the machine (rayon issue
  *  #816). Link libterroir.so when more than one shared object uses terroir.
  *
- * Not in the C API yet: recording and the work-time inflation report.
+ * Recording and the work-time inflation report
+ *  terroir_record_start / terroir_record_stop record what a pool runs;
+ *  terroir_report_create compares a recording on a one-worker pool with
+ *  one on the pool under study (terroir_report_measure does both runs of
+ *  a function); terroir_report_write / terroir_report_write_all write the
+ *  report as text, JSON, CSV, a Chrome trace or SVG; terroir_label names
+ *  the regions that reports compare.
  */
 
 
@@ -88,6 +95,16 @@ typedef enum terroir_error {
   // terroir panicked inside the call (a bug): the panic was caught at
   // the C boundary and its message kept.
   TERROIR_ERROR_PANIC = 14,
+  // `terroir_record_start` (or `terroir_report_measure`) on a pool that
+  // records already: a pool has one recording at a time.
+  TERROIR_ERROR_ALREADY_RECORDING = 15,
+  // `terroir_record_stop` on a pool that does not record (never started,
+  // stopped already), or whose recording belongs to a
+  // `terroir_report_measure` in progress.
+  TERROIR_ERROR_NOT_RECORDING = 16,
+  // A file could not be written (the message names the path and the
+  // system's error).
+  TERROIR_ERROR_IO = 17,
 } terroir_error;
 
 // The stealing policy of a pool (`terroir_pool_config.policy`); see the
@@ -128,6 +145,32 @@ typedef enum terroir_place_kind {
   TERROIR_PLACE_KIND_DATA = 3,
 } terroir_place_kind;
 
+// Which counters a recording reads (`terroir_record_options.counters`).
+typedef enum terroir_counters {
+  // Every counter that can be opened (cycles, instructions, cache
+  // misses, page faults, ... as the kernel and its
+  // `perf_event_paranoid` allow), read at each labelled region's ends.
+  TERROIR_COUNTERS_ALL = 0,
+  // None: timestamps only, the cheapest recording.
+  TERROIR_COUNTERS_NONE = 1,
+} terroir_counters;
+
+// A report's output format (`terroir_report_write`).
+typedef enum terroir_report_format {
+  // The text table: per label, tasks, mean times on one worker and in
+  // parallel, inflation, locality; then the thread-time breakdown.
+  TERROIR_REPORT_FORMAT_TEXT = 0,
+  // JSON: every field of the report.
+  TERROIR_REPORT_FORMAT_JSON = 1,
+  // CSV: one line per label.
+  TERROIR_REPORT_FORMAT_CSV = 2,
+  // The parallel run as Chrome trace events (opens in Perfetto or
+  // `chrome://tracing`).
+  TERROIR_REPORT_FORMAT_TRACE = 3,
+  // An SVG picture: where the thread time went, and the timeline.
+  TERROIR_REPORT_FORMAT_SVG = 4,
+} terroir_report_format;
+
 // An opaque task-group handle (a key into terroir's handle table, like
 // `terroir_pool`).
 typedef struct terroir_group terroir_group;
@@ -138,6 +181,14 @@ typedef struct terroir_group terroir_group;
 // Where a function takes a pool, NULL means the pool of the calling
 // worker thread, or the global pool on a thread outside every pool.
 typedef struct terroir_pool terroir_pool;
+
+// An opaque recording handle: what `terroir_record_stop` returns (a key
+// into terroir's handle table, like `terroir_pool`).
+typedef struct terroir_recording terroir_recording;
+
+// An opaque report handle: a baseline and a parallel recording compared
+// (a key into terroir's handle table, like `terroir_pool`).
+typedef struct terroir_report terroir_report;
 
 // A C task: `void f(void *arg)`. It must not unwind (no C++ exception or
 // `longjmp` may leave it).
@@ -191,6 +242,13 @@ typedef struct terroir_pool_config {
   // A `terroir_pin` value.
   uint32_t pin;
 } terroir_pool_config;
+
+// How to record. All zeros (and a NULL pointer) is the default: every
+// counter that can be opened.
+typedef struct terroir_record_options {
+  // A `terroir_counters` value.
+  uint32_t counters;
+} terroir_record_options;
 
 #ifdef __cplusplus
 extern "C" {
@@ -433,6 +491,134 @@ int terroir_join(struct terroir_pool *pool,
                  void *a,
                  terroir_task_fn fb,
                  void *b);
+
+// Starts recording `pool` (NULL: the current pool): every task it runs
+// and every worker's time, until `terroir_record_stop`. `options` may be
+// NULL (every counter that can be opened). Start and stop may be called
+// from any threads, in or outside the pool; the recording covers every
+// task the pool runs meanwhile. Label the regions to compare with
+// `terroir_label`.
+//
+// Errors: `TERROIR_ERROR_INVALID_HANDLE` (`pool`),
+// `TERROIR_ERROR_INVALID_ARGUMENT` (`options->counters` out of range),
+// `TERROIR_ERROR_ALREADY_RECORDING` when the pool records already (a
+// start not stopped yet, or a `terroir_report_measure` in progress): a
+// pool has one recording at a time.
+//
+// # Safety
+// `options` is NULL or points to a `terroir_record_options`.
+int terroir_record_start(struct terroir_pool *pool, const struct terroir_record_options *options);
+
+// Stops the recording `terroir_record_start` started on `pool` (NULL: the
+// current pool); `*out` is the recording, to compare with
+// `terroir_report_create` and free with `terroir_recording_destroy`.
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`out`: the recording goes on),
+// `TERROIR_ERROR_INVALID_HANDLE` (`pool`), `TERROIR_ERROR_NOT_RECORDING`
+// when the pool does not record (never started, stopped already) or its
+// recording belongs to a `terroir_report_measure` in progress.
+//
+// # Safety
+// `out` is NULL or points to writable storage for a pointer.
+int terroir_record_stop(struct terroir_pool *pool, struct terroir_recording **out);
+
+// Frees a recording. Reports made from it stay valid.
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER`; `TERROIR_ERROR_INVALID_HANDLE` for
+// a recording destroyed already (a double destroy) or a garbage handle.
+//
+// # Safety
+// Any pointer value is accepted: handles are never dereferenced.
+int terroir_recording_destroy(struct terroir_recording *recording);
+
+// Compares `baseline` (the workload recorded on a one-worker pool) with
+// `parallel` (the same workload on the pool under study), label by label;
+// `*out` is the report (free it with `terroir_report_destroy`). The
+// recordings are not consumed.
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`baseline`, `parallel`, `out`),
+// `TERROIR_ERROR_INVALID_HANDLE` (naming the argument).
+//
+// # Safety
+// `out` is NULL or points to writable storage for a pointer.
+int terroir_report_create(struct terroir_recording *baseline,
+                          struct terroir_recording *parallel,
+                          struct terroir_report **out);
+
+// Runs `f(arg)` on a one-worker pool with `pool`'s topology, policy and
+// pinning (the baseline), then on `pool` (NULL: the current pool), each
+// recorded with every counter that can be opened, and compares the two
+// runs: `*out` is the report. `f` runs twice, as a task of each pool (a
+// NULL pool inside it is that pool).
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`f`, `out`),
+// `TERROIR_ERROR_INVALID_HANDLE` (`pool`), `TERROIR_ERROR_POOL_BUILD`
+// (the one-worker pool), `TERROIR_ERROR_ALREADY_RECORDING` when `pool`
+// records already (`f` has run on the baseline pool by then).
+//
+// # Safety
+// `f` must be safe to call with `arg` on any thread, twice, until this
+// function returns; `out` is NULL or points to writable storage for a
+// pointer.
+int terroir_report_measure(struct terroir_pool *pool,
+                           terroir_task_fn f,
+                           void *arg,
+                           struct terroir_report **out);
+
+// Writes `report` to the file `path` (created or truncated) in `format`,
+// a `terroir_report_format` value. `path` is any NUL-terminated byte
+// string (Linux paths need not be UTF-8).
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`report`, `path`),
+// `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (a
+// format out of range, an empty path), `TERROIR_ERROR_IO` (the file
+// cannot be written: the message names the path and the system's error).
+//
+// # Safety
+// `path` is NULL or a NUL-terminated string.
+int terroir_report_write(struct terroir_report *report, uint32_t format, const char *path);
+
+// Writes `report.json`, `report.csv`, `trace.json` (Chrome trace events)
+// and `report.svg` into the directory `dir`, created if missing.
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`report`, `dir`),
+// `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an
+// empty path), `TERROIR_ERROR_IO` (the directory or a file cannot be
+// written: the message names it and the system's error).
+//
+// # Safety
+// `dir` is NULL or a NUL-terminated string.
+int terroir_report_write_all(struct terroir_report *report, const char *dir);
+
+// Frees a report.
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER`; `TERROIR_ERROR_INVALID_HANDLE` for
+// a report destroyed already (a double destroy) or a garbage handle.
+//
+// # Safety
+// Any pointer value is accepted: handles are never dereferenced.
+int terroir_report_destroy(struct terroir_report *report);
+
+// Runs `f(arg)` as a region labelled `name`: while the pool of the
+// calling worker records, its time (minus the time of the labelled
+// regions and waits inside it) is reported under `name`, and reports
+// compare the regions of each name between runs. Otherwise (no recording,
+// or a thread outside every pool) it just calls `f(arg)`. Regions nest.
+//
+// `name` is copied on its first use into a process-wide table that lives
+// as long as the process: at most 4096 distinct names, each of 1 to 256
+// bytes of UTF-8. A thread finds the names it used recently without a
+// lock.
+//
+// Errors (`f` is then not called): `TERROIR_ERROR_NULL_POINTER` (`name`,
+// `f`), `TERROIR_ERROR_INVALID_ARGUMENT` (an empty name, a name longer
+// than 256 bytes, or not UTF-8), `TERROIR_ERROR_OUT_OF_MEMORY` (a 4097th
+// distinct name).
+//
+// # Safety
+// `name` is NULL or a NUL-terminated string; `f` must be safe to call
+// with `arg` on the calling thread.
+int terroir_label(const char *name, terroir_task_fn f, void *arg);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,5 +1,6 @@
-//! The C API from C: compiles the C examples (`examples/c/`) and the C
-//! error tests (`examples/c/errors.c`) with the system C compiler against
+//! The C API from C: compiles the C examples (`examples/c/`, the report
+//! example among them) and the C error tests (`examples/c/errors.c`) with
+//! the system C compiler against
 //! the crate's own `libterroir.so` / `libterroir.a`, runs them with small
 //! inputs, and runs them again under Valgrind (`--error-exitcode=1
 //! --leak-check=full`) when it is installed.
@@ -58,7 +59,12 @@ fn cc() -> String {
 /// output; panics with the command and its output when it fails.
 fn run(cmd: &mut Command, limit: Duration) -> Output {
     let what = format!("{cmd:?}");
+    // cargo's LD_LIBRARY_PATH names target/<profile>/ before deps/, and a
+    // libterroir.so left there by an earlier `cargo build` would win over
+    // the rpath (DT_RUNPATH comes after LD_LIBRARY_PATH): load this
+    // build's library.
     let mut child = cmd
+        .env("LD_LIBRARY_PATH", lib_dir())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -244,6 +250,83 @@ fn c_examples_compute_what_sequential_code_does() {
         if let Some(out) = under_valgrind(&exe, valgrind_args) {
             check_example_line(&out, name);
         }
+    }
+}
+
+/// Checks the files `examples/c/report.c` wrote into `dir`: all there, the
+/// JSON reports parse, and both runs have every labelled leaf.
+fn check_report_dir(dir: &Path, out: &str) {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("report "))
+        .unwrap_or_else(|| panic!("no report line in {out:?}"));
+    let leaves: u64 = field(line, "leaves").parse().unwrap();
+    for name in [
+        "report.json",
+        "report.csv",
+        "trace.json",
+        "report.svg",
+        "report.txt",
+        "measure.json",
+    ] {
+        let path = dir.join(name);
+        let len = std::fs::metadata(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .len();
+        assert!(len > 0, "{} is empty", path.display());
+    }
+    let json = |name: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"))
+    };
+    for name in ["report.json", "measure.json"] {
+        let report = json(name);
+        let labels = report["labels"].as_array().expect("labels");
+        let leaf = labels
+            .iter()
+            .find(|l| l["label"] == "fib-leaf")
+            .unwrap_or_else(|| panic!("{name}: no fib-leaf label in {report:#}"));
+        assert_eq!(leaf["baseline"]["count"], leaves, "{name}: {leaf:#}");
+        assert_eq!(leaf["parallel"]["count"], leaves, "{name}: {leaf:#}");
+        assert!(report["threads"].as_u64().unwrap() >= 1, "{name}");
+    }
+    let trace = json("trace.json");
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    let slices = events.iter().filter(|e| e["name"] == "fib-leaf").count() as u64;
+    assert_eq!(slices, leaves, "trace.json");
+    let csv = std::fs::read_to_string(dir.join("report.csv")).unwrap();
+    assert!(csv.lines().any(|l| l.starts_with("fib-leaf,")), "{csv}");
+    let svg = std::fs::read_to_string(dir.join("report.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    let text = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert!(
+        text.contains("fib-leaf") && text.contains("work-time inflation"),
+        "{text}"
+    );
+}
+
+/// `examples/c/report.c`: records fib with labelled leaves through the C
+/// API (start/stop on a one-worker pool and on a pool, and
+/// `terroir_report_measure`), writes every format; the files are there and
+/// the JSON has the leaves. Again under Valgrind when installed.
+#[test]
+fn c_report_example_writes_every_format() {
+    let exe = compile_shared("report", &["examples/c/report.c"]);
+    let dir = out_dir().join("report-out");
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.display().to_string();
+    let out = stdout(&run(
+        Command::new(&exe).args([d.as_str(), "22", "2"]),
+        Duration::from_secs(120),
+    ));
+    check_example_line(&out, "report");
+    check_report_dir(&dir, &out);
+    let vdir = out_dir().join("report-out-valgrind");
+    let _ = std::fs::remove_dir_all(&vdir);
+    let vd = vdir.display().to_string();
+    if let Some(out) = under_valgrind(&exe, &[vd.as_str(), "15", "2"]) {
+        check_example_line(&out, "report");
+        check_report_dir(&vdir, &out);
     }
 }
 

@@ -2,8 +2,10 @@
  * The C API's defined results for bad input: every error case of the API
  * (NULL pointers, invalid nodes and workers, zero sizes, double destroys,
  * stale and garbage handles, waiting on a group from inside its own
- * tasks), and a few things that must work (nested spawns, places, memory
- * on nodes, pools used from several threads). Prints one line per failed
+ * tasks, recordings started twice or stopped without a start, bad paths,
+ * formats and label names), and a few things that must work (nested
+ * spawns, places, memory on nodes, pools used from several threads,
+ * reports written to any path). Prints one line per failed
  * check and a summary line "errors: N passed, M failed"; exit status 1 if
  * any check failed.
  *
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <terroir.h>
+#include <unistd.h>
 
 static int passed, failed;
 
@@ -70,7 +73,7 @@ static void *fresh_thread_message(void *arg) {
 }
 
 static void test_strings(void) {
-  for (int code = 0; code <= TERROIR_ERROR_PANIC; code++) {
+  for (int code = 0; code <= TERROIR_ERROR_IO; code++) {
     const char *s = terroir_strerror(code);
     EXPECT(s != NULL && strlen(s) > 0 && strcmp(s, "unknown terroir error code") != 0);
   }
@@ -378,11 +381,170 @@ static void test_memory(void) {
   EXPECT_OK(terroir_free(p));
 }
 
+/* ---- recording and reports ---- */
+
+struct inside_measure {
+  atomic_long runs;
+  int start_rc, stop_rc;
+  int stop_message_ok;
+};
+
+/* Runs twice under terroir_report_measure (on its one-worker pool, then on
+ * the pool measured), whose recording it may neither restart nor stop. */
+static void measured(void *arg) {
+  struct inside_measure *m = arg;
+  atomic_fetch_add(&m->runs, 1);
+  terroir_recording *r = NULL;
+  m->start_rc = terroir_record_start(NULL, NULL);
+  m->stop_rc = terroir_record_stop(NULL, &r);
+  const char *msg = terroir_last_error_message();
+  m->stop_message_ok = msg != NULL && strstr(msg, "terroir_report_measure in progress") != NULL;
+  atomic_long n = 0;
+  if (terroir_label("measured-leaf", increment, &n) != TERROIR_ERROR_OK || n != 1) abort();
+}
+
+/* `path` exists; removes it. */
+static int remove_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 0;
+  fclose(f);
+  return unlink(path) == 0;
+}
+
+static void test_report(void) {
+  terroir_pool_config config = {.num_threads = 2, .pin = TERROIR_PIN_OFF};
+  terroir_pool *pool;
+  EXPECT_OK(terroir_pool_create(&config, &pool));
+  terroir_recording *rec = NULL, *rec2 = NULL;
+  terroir_record_options timestamps = {.counters = TERROIR_COUNTERS_NONE};
+
+  /* Stop without a start, start twice, options out of range. */
+  EXPECT_ERR(terroir_record_stop(pool, &rec), TERROIR_ERROR_NOT_RECORDING, "is not recording");
+  terroir_record_options bad = {.counters = 7};
+  EXPECT_ERR(terroir_record_start(pool, &bad), TERROIR_ERROR_INVALID_ARGUMENT, "counters = 7");
+  EXPECT_OK(terroir_record_start(pool, &timestamps));
+  EXPECT_ERR(terroir_record_start(pool, NULL), TERROIR_ERROR_ALREADY_RECORDING, "recording already");
+  atomic_long n = 0;
+  EXPECT_OK(terroir_join(pool, increment, &n, increment, &n));
+  EXPECT_ERR(terroir_record_stop(pool, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+  EXPECT_OK(terroir_record_stop(pool, &rec)); /* the NULL `out` left it recording */
+  EXPECT_ERR(terroir_record_stop(pool, &rec2), TERROIR_ERROR_NOT_RECORDING, "stopped already");
+  EXPECT_OK(terroir_record_start(pool, NULL)); /* again, with every counter */
+  EXPECT_OK(terroir_join(pool, increment, &n, increment, &n));
+  EXPECT_OK(terroir_record_stop(pool, &rec2));
+  EXPECT(n == 4);
+  /* NULL outside every pool: the global pool. */
+  terroir_recording *global_rec = NULL;
+  EXPECT_OK(terroir_record_start(NULL, &timestamps));
+  EXPECT_OK(terroir_record_stop(NULL, &global_rec));
+  EXPECT_OK(terroir_recording_destroy(global_rec));
+
+  /* Reports from recordings; recordings destroyed. */
+  terroir_report *report = NULL, *other = NULL;
+  EXPECT_ERR(terroir_report_create(NULL, rec, &report), TERROIR_ERROR_NULL_POINTER, "`baseline`");
+  EXPECT_ERR(terroir_report_create(rec, NULL, &report), TERROIR_ERROR_NULL_POINTER, "`parallel`");
+  EXPECT_ERR(terroir_report_create(rec, rec2, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+  EXPECT_ERR(terroir_report_create(rec, (terroir_recording *)(uintptr_t)0xdeadbeef, &report),
+             TERROIR_ERROR_INVALID_HANDLE, "argument `parallel`: recording handle");
+  EXPECT_OK(terroir_report_create(rec, rec2, &report));
+  EXPECT_OK(terroir_recording_destroy(rec));
+  EXPECT_ERR(terroir_recording_destroy(rec), TERROIR_ERROR_INVALID_HANDLE, "recording handle");
+  EXPECT_ERR(terroir_report_create(rec, rec2, &other), TERROIR_ERROR_INVALID_HANDLE, "argument `baseline`");
+  EXPECT_ERR(terroir_recording_destroy(NULL), TERROIR_ERROR_NULL_POINTER, "`recording`");
+  EXPECT_OK(terroir_recording_destroy(rec2));
+
+  /* Writing: every format; bad formats and paths. */
+  char dir[] = "/tmp/terroir-errors-XXXXXX";
+  EXPECT(mkdtemp(dir) != NULL);
+  char path[256];
+  snprintf(path, sizeof path, "%s/r.out", dir);
+  for (uint32_t f = TERROIR_REPORT_FORMAT_TEXT; f <= TERROIR_REPORT_FORMAT_SVG; f++)
+    EXPECT_OK(terroir_report_write(report, f, path));
+  EXPECT(remove_file(path));
+  EXPECT_ERR(terroir_report_write(report, 5, path), TERROIR_ERROR_INVALID_ARGUMENT, "format = 5");
+  EXPECT_ERR(terroir_report_write(report, TERROIR_REPORT_FORMAT_JSON, NULL), TERROIR_ERROR_NULL_POINTER, "`path`");
+  EXPECT_ERR(terroir_report_write(NULL, TERROIR_REPORT_FORMAT_JSON, path), TERROIR_ERROR_NULL_POINTER, "`report`");
+  EXPECT_ERR(terroir_report_write(report, TERROIR_REPORT_FORMAT_JSON, ""), TERROIR_ERROR_INVALID_ARGUMENT,
+             "empty path");
+  EXPECT_ERR(terroir_report_write(report, TERROIR_REPORT_FORMAT_JSON, "/nonexistent-terroir-dir/r.json"),
+             TERROIR_ERROR_IO, "/nonexistent-terroir-dir/r.json");
+  EXPECT_ERR(terroir_report_write(report, TERROIR_REPORT_FORMAT_CSV, dir), TERROIR_ERROR_IO, dir);
+  /* Linux paths are bytes: a name that is not UTF-8 is a file name. */
+  snprintf(path, sizeof path, "%s/\xff\xfe.json", dir);
+  EXPECT_OK(terroir_report_write(report, TERROIR_REPORT_FORMAT_JSON, path));
+  EXPECT(remove_file(path));
+  snprintf(path, sizeof path, "%s/all", dir);
+  EXPECT_OK(terroir_report_write_all(report, path)); /* creates the directory */
+  const char *files[] = {"report.json", "report.csv", "trace.json", "report.svg"};
+  for (size_t i = 0; i < 4; i++) {
+    char file[300];
+    snprintf(file, sizeof file, "%s/%s", path, files[i]);
+    EXPECT(remove_file(file));
+  }
+  EXPECT(rmdir(path) == 0);
+  EXPECT_ERR(terroir_report_write_all(report, "/dev/null/sub"), TERROIR_ERROR_IO, "/dev/null/sub");
+  EXPECT_ERR(terroir_report_write_all(report, NULL), TERROIR_ERROR_NULL_POINTER, "`dir`");
+  EXPECT_ERR(terroir_report_write_all(NULL, dir), TERROIR_ERROR_NULL_POINTER, "`report`");
+  EXPECT_ERR(terroir_report_write_all(report, ""), TERROIR_ERROR_INVALID_ARGUMENT, "empty path");
+  EXPECT_OK(terroir_report_destroy(report));
+  EXPECT_ERR(terroir_report_destroy(report), TERROIR_ERROR_INVALID_HANDLE, "report handle");
+  EXPECT_ERR(terroir_report_write(report, TERROIR_REPORT_FORMAT_JSON, path), TERROIR_ERROR_INVALID_HANDLE,
+             "not live");
+  EXPECT_ERR(terroir_report_write_all(report, path), TERROIR_ERROR_INVALID_HANDLE, "not live");
+  EXPECT_ERR(terroir_report_destroy((terroir_report *)(uintptr_t)0x77), TERROIR_ERROR_INVALID_HANDLE, "not live");
+  EXPECT_ERR(terroir_report_destroy(NULL), TERROIR_ERROR_NULL_POINTER, "`report`");
+  EXPECT(rmdir(dir) == 0);
+
+  /* Labels: checked before `f` runs; outside every pool `f` just runs. */
+  atomic_long calls = 0;
+  EXPECT_OK(terroir_label("leaf", increment, &calls));
+  EXPECT_OK(terroir_label("leaf", increment, &calls));
+  EXPECT_OK(terroir_label("\xc3\xa9t\xc3\xa9", increment, &calls)); /* UTF-8: fine */
+  EXPECT(calls == 3);
+  EXPECT_ERR(terroir_label(NULL, increment, &calls), TERROIR_ERROR_NULL_POINTER, "`name`");
+  EXPECT_ERR(terroir_label("", increment, &calls), TERROIR_ERROR_INVALID_ARGUMENT, "empty");
+  EXPECT_ERR(terroir_label("\xff\xfe", increment, &calls), TERROIR_ERROR_INVALID_ARGUMENT, "not UTF-8");
+  char long_name[300];
+  memset(long_name, 'x', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = '\0';
+  EXPECT_ERR(terroir_label(long_name, increment, &calls), TERROIR_ERROR_INVALID_ARGUMENT, "longer than 256");
+  EXPECT_ERR(terroir_label("leaf", NULL, &calls), TERROIR_ERROR_NULL_POINTER, "`f`");
+  EXPECT(calls == 3);
+
+  /* Measuring: the work may neither restart nor stop the recording it
+   * runs in; a pool that records already cannot be measured. */
+  struct inside_measure m = {.start_rc = -1, .stop_rc = -1};
+  EXPECT_ERR(terroir_report_measure(pool, NULL, &m, &report), TERROIR_ERROR_NULL_POINTER, "`f`");
+  EXPECT_ERR(terroir_report_measure(pool, measured, &m, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+  EXPECT(m.runs == 0);
+  EXPECT_OK(terroir_report_measure(pool, measured, &m, &report));
+  EXPECT(m.runs == 2);
+  EXPECT(m.start_rc == TERROIR_ERROR_ALREADY_RECORDING);
+  EXPECT(m.stop_rc == TERROIR_ERROR_NOT_RECORDING && m.stop_message_ok);
+  EXPECT_OK(terroir_report_destroy(report));
+  EXPECT_OK(terroir_record_start(pool, &timestamps));
+  EXPECT_ERR(terroir_report_measure(pool, measured, &m, &report), TERROIR_ERROR_ALREADY_RECORDING,
+             "recording already");
+  EXPECT_OK(terroir_record_stop(pool, &rec));
+  EXPECT_OK(terroir_recording_destroy(rec));
+
+  /* A destroyed pool; a pool destroyed while it records (the recording
+   * is discarded). */
+  EXPECT_OK(terroir_pool_destroy(pool));
+  EXPECT_ERR(terroir_record_start(pool, NULL), TERROIR_ERROR_INVALID_HANDLE, "pool handle");
+  EXPECT_ERR(terroir_record_stop(pool, &rec), TERROIR_ERROR_INVALID_HANDLE, "not live");
+  EXPECT_ERR(terroir_report_measure(pool, measured, &m, &report), TERROIR_ERROR_INVALID_HANDLE, "not live");
+  EXPECT_OK(terroir_pool_create(&config, &pool));
+  EXPECT_OK(terroir_record_start(pool, &timestamps));
+  EXPECT_OK(terroir_pool_destroy(pool));
+}
+
 int main(void) {
   test_strings();
   test_pools();
   test_groups();
   test_memory();
+  test_report();
   printf("errors: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

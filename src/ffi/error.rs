@@ -7,6 +7,7 @@ use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::numa::NumaError;
+use crate::sched::RecordError;
 use crate::{PlaceError, ThreadPoolBuildError};
 
 /// The result of every fallible C entry point: `TERROIR_ERROR_OK` (0) or
@@ -53,11 +54,21 @@ pub enum TerroirError {
     /// terroir panicked inside the call (a bug): the panic was caught at
     /// the C boundary and its message kept.
     Panic = 14,
+    /// `terroir_record_start` (or `terroir_report_measure`) on a pool that
+    /// records already: a pool has one recording at a time.
+    AlreadyRecording = 15,
+    /// `terroir_record_stop` on a pool that does not record (never started,
+    /// stopped already), or whose recording belongs to a
+    /// `terroir_report_measure` in progress.
+    NotRecording = 16,
+    /// A file could not be written (the message names the path and the
+    /// system's error).
+    Io = 17,
 }
 
 impl TerroirError {
     /// Every code, for `terroir_strerror` and the tests.
-    pub(crate) const ALL: [TerroirError; 15] = [
+    pub(crate) const ALL: [TerroirError; 18] = [
         TerroirError::Ok,
         TerroirError::NullPointer,
         TerroirError::InvalidHandle,
@@ -73,6 +84,9 @@ impl TerroirError {
         TerroirError::System,
         TerroirError::NotInPool,
         TerroirError::Panic,
+        TerroirError::AlreadyRecording,
+        TerroirError::NotRecording,
+        TerroirError::Io,
     ];
 
     fn describe(self) -> &'static CStr {
@@ -100,6 +114,9 @@ impl TerroirError {
             TerroirError::System => c"a system call failed",
             TerroirError::NotInPool => c"the calling thread is not a worker of a terroir pool",
             TerroirError::Panic => c"internal error: terroir panicked (caught at the C boundary)",
+            TerroirError::AlreadyRecording => c"the pool is recording already",
+            TerroirError::NotRecording => c"the pool is not recording (no recording was started)",
+            TerroirError::Io => c"a file could not be written",
         }
     }
 }
@@ -182,6 +199,28 @@ impl From<ThreadPoolBuildError> for Error {
             _ => TerroirError::PoolBuild,
         };
         Error::new(code, e.to_string())
+    }
+}
+
+impl From<RecordError> for Error {
+    fn from(e: RecordError) -> Error {
+        match e {
+            RecordError::AlreadyRecording => Error::new(
+                TerroirError::AlreadyRecording,
+                "the pool is recording already (a terroir_record_start not stopped yet, or a \
+                 terroir_report_measure in progress): a pool has one recording at a time",
+            ),
+            RecordError::NotRecording => Error::new(
+                TerroirError::NotRecording,
+                "the pool is not recording (terroir_record_start was not called, or its \
+                 recording was stopped already)",
+            ),
+            RecordError::RecordInProgress => Error::new(
+                TerroirError::NotRecording,
+                "the pool's recording belongs to a terroir_report_measure in progress, which \
+                 stops it itself",
+            ),
+        }
     }
 }
 

@@ -1,11 +1,13 @@
 //! The C API (`include/terroir.h`): pools, fork-join, task groups with
-//! places, memory on nodes, and error codes, for C programs linking
+//! places, memory on nodes, recording and the work-time inflation report,
+//! and error codes, for C programs linking
 //! `libterroir.so` or `libterroir.a`.
 //!
 //! This module has no scheduling or memory logic of its own: each function
 //! checks its arguments and calls the Rust API ([`ThreadPool`],
 //! [`join`](crate::join), [`scope`](crate::scope), [`Place`],
-//! [`NodeVec`](crate::pool::NodeVec), [`numa`](crate::numa)). It is built
+//! [`NodeVec`](crate::pool::NodeVec), [`numa`](crate::numa),
+//! [`InflationReport`](crate::report::InflationReport)). It is built
 //! with the `capi` feature (on by default); Rust users who do not want the
 //! `terroir_*` symbols in their binaries turn it off with
 //! `default-features = false`.
@@ -31,13 +33,13 @@
 //!
 //! # Handles
 //!
-//! `terroir_pool *` and `terroir_group *` are keys into a handle table
-//! (slot index and generation), never dereferenced: destroying a handle
-//! bumps its slot's generation, so a double destroy, or any use of a
-//! destroyed or garbage handle, is `TERROIR_ERROR_INVALID_HANDLE` rather
-//! than a use after free. The table's slots are never freed, and each has
-//! a mutex of its own, so lookups of different objects do not contend. See
-//! `handle.rs`.
+//! `terroir_pool *`, `terroir_group *`, `terroir_recording *` and
+//! `terroir_report *` are keys into handle tables (slot index and
+//! generation), never dereferenced: destroying a handle bumps its slot's
+//! generation, so a double destroy, or any use of a destroyed or garbage
+//! handle, is `TERROIR_ERROR_INVALID_HANDLE` rather than a use after free.
+//! A table's slots are never freed, and each has a mutex of its own, so
+//! lookups of different objects do not contend. See `handle.rs`.
 //!
 //! # One process-wide pool
 //!
@@ -66,13 +68,25 @@
 //! for it (`context.rs`), which is how a wait from inside one of the
 //! group's own tasks is refused with `TERROIR_ERROR_WOULD_DEADLOCK`.
 //!
-//! # Not in the C API yet
+//! # Recording and reports
 //!
-//! Recording and the inflation report (start/stop recording, writing the
-//! JSON, CSV, trace and SVG files) have no Rust API that a C call could
-//! map onto yet ([`ThreadPool::record`] takes a closure); they will follow
-//! it.
+//! `terroir_record_start` and `terroir_record_stop` are
+//! [`ThreadPool::start_recording`] and [`ThreadPool::stop_recording`] (the
+//! two-call form of [`ThreadPool::record`], which a C caller could not
+//! wrap around its work); `terroir_report_create` is
+//! [`InflationReport::new`], `terroir_report_measure` is
+//! [`InflationReport::measure`] for a C function (run in a frame of each
+//! pool, so that a NULL pool inside it is the pool it runs on), and
+//! `terroir_report_write` / `terroir_report_write_all` write the report's
+//! formats. Recordings and reports are handles like pools and groups.
+//! `terroir_label` is [`label`](crate::label); its names, `&'static str`
+//! in Rust, are copied once into a process-wide table of at most 4096
+//! names (see `report.rs`).
 //!
+//! [`ThreadPool::start_recording`]: crate::ThreadPool::start_recording
+//! [`ThreadPool::stop_recording`]: crate::ThreadPool::stop_recording
+//! [`InflationReport::new`]: crate::report::InflationReport::new
+//! [`InflationReport::measure`]: crate::report::InflationReport::measure
 //! [`ThreadPool`]: crate::ThreadPool
 //! [`ThreadPool::record`]: crate::ThreadPool::record
 //! [`Place`]: crate::Place
@@ -85,6 +99,7 @@ mod group;
 mod handle;
 mod memory;
 mod pool;
+mod report;
 
 pub use error::{terroir_last_error_message, terroir_strerror, TerroirError};
 pub use group::{
@@ -100,4 +115,10 @@ pub use pool::{
     terroir_pool_global, terroir_pool_global_init, terroir_pool_node_id, terroir_pool_num_nodes,
     terroir_pool_num_workers, terroir_pool_worker_node, TerroirPin, TerroirPolicy, TerroirPool,
     TerroirPoolConfig, TerroirTaskFn,
+};
+pub use report::{
+    terroir_label, terroir_record_start, terroir_record_stop, terroir_recording_destroy,
+    terroir_report_create, terroir_report_destroy, terroir_report_measure, terroir_report_write,
+    terroir_report_write_all, TerroirCounters, TerroirRecordOptions, TerroirRecording,
+    TerroirReport, TerroirReportFormat,
 };

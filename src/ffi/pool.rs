@@ -75,6 +75,20 @@ pub(crate) struct PoolEntry {
     global: bool,
 }
 
+impl PoolEntry {
+    /// A pool that C code runs on without a handle of its own (the
+    /// one-worker baseline pool of `terroir_report_measure`): its frames
+    /// resolve a NULL pool to it; handle 0 is never a live key, so no
+    /// handle argument matches it.
+    pub(crate) fn unlisted(pool: ThreadPool) -> PoolEntry {
+        PoolEntry {
+            pool,
+            handle: 0,
+            global: false,
+        }
+    }
+}
+
 thread_local!(static FREE_POOL_SLOTS: RefCell<LocalFree> = const { RefCell::new(LocalFree::new()) });
 pub(crate) static POOLS: HandleTable<PoolEntry> = HandleTable::new("pool", &FREE_POOL_SLOTS);
 static GLOBAL: OnceLock<Arc<PoolEntry>> = OnceLock::new();
@@ -227,7 +241,7 @@ pub(crate) fn enter<R: Send>(entry: &PoolEntry, parent: CtxPtr, f: impl FnOnce()
     })
 }
 
-fn write<T>(out: *mut T, name: &str, value: T) -> Result<(), Error> {
+pub(crate) fn write<T>(out: *mut T, name: &str, value: T) -> Result<(), Error> {
     if out.is_null() {
         return Err(Error::null(name));
     }
