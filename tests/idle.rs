@@ -24,22 +24,22 @@ fn fib(n: u64) -> u64 {
 }
 
 #[test]
-fn idle_pool_uses_under_five_percent_of_one_cpu() {
+fn idle_pool_uses_under_20ms_of_cpu_in_half_a_second() {
     let pool = terroir::ThreadPoolBuilder::new()
         .num_threads(4)
         .build()
         .unwrap();
     // Wake everybody up, then let them go idle.
     assert_eq!(pool.install(|| fib(22)), 17711);
-    std::thread::sleep(Duration::from_millis(100));
+    // The numbers: idle for 0.5 s, then under 20 ms of CPU time
+    // (all threads of the process, getrusage) over the next 0.5 s.
+    std::thread::sleep(Duration::from_millis(500));
     let (cpu0, wall0) = (cpu_time(), Instant::now());
     std::thread::sleep(Duration::from_millis(500));
     let (cpu, wall) = (cpu_time() - cpu0, wall0.elapsed());
-    let ratio = cpu.as_secs_f64() / wall.as_secs_f64();
     assert!(
-        ratio < 0.05,
-        "4 idle workers used {cpu:?} of CPU in {wall:?} ({:.1}% of one CPU)",
-        ratio * 100.0
+        cpu < Duration::from_millis(20),
+        "4 idle workers used {cpu:?} of CPU in {wall:?}"
     );
     // And they wake up again.
     assert_eq!(pool.install(|| fib(15)), 610);

@@ -385,6 +385,15 @@ impl ThreadPool {
     /// pool.spawn_on(&place, move || tx.send(terroir::current_thread_index()).unwrap());
     /// assert_eq!(rx.recv().unwrap(), Some(1)); // strict: only worker 1 may run it
     /// ```
+    ///
+    /// The job may outlive the caller, so it cannot borrow from it:
+    ///
+    /// ```compile_fail
+    /// let pool = terroir::ThreadPoolBuilder::new().build().unwrap();
+    /// let place = pool.node(0).unwrap();
+    /// let local = vec![1, 2, 3];
+    /// pool.spawn_on(&place, || println!("{:?}", local)); // `local` is borrowed
+    /// ```
     pub fn spawn_on<OP>(&self, place: &Place, op: OP)
     where
         OP: FnOnce() + Send + 'static,

@@ -205,6 +205,45 @@ impl<'scope> Scope<'scope> {
     ///     assert_eq!(asked, ran);
     /// }
     /// ```
+    ///
+    /// A placed task runs on another worker (usually another node), so
+    /// what it captures must be `Send`:
+    ///
+    /// ```compile_fail
+    /// let pool = terroir::ThreadPoolBuilder::new().build().unwrap();
+    /// let place = pool.node(0).unwrap();
+    /// let rc = std::rc::Rc::new(1);
+    /// pool.scope(|s| s.spawn_on(&place, move |_| println!("{}", rc)));
+    /// ```
+    ///
+    /// and it may not borrow data that dies before the scope ends (here,
+    /// `block` is freed at the end of each loop iteration while its task
+    /// may still be queued on the block's node):
+    ///
+    /// ```compile_fail
+    /// use terroir::pool::NodeVec;
+    /// use terroir::Place;
+    /// let pool = terroir::ThreadPoolBuilder::new().build().unwrap();
+    /// let node = pool.topology().nodes()[0].id();
+    /// pool.scope(|s| {
+    ///     for _ in 0..4 {
+    ///         let block = NodeVec::from_elem_on(0u64, 1024, node).unwrap();
+    ///         s.spawn_on(&Place::data(&block), |_| println!("{}", block[0]));
+    ///     }
+    /// });
+    /// ```
+    ///
+    /// Nor may two placed tasks write the same data:
+    ///
+    /// ```compile_fail
+    /// let pool = terroir::ThreadPoolBuilder::new().build().unwrap();
+    /// let place = pool.node(0).unwrap();
+    /// let mut total = 0u64;
+    /// pool.scope(|s| {
+    ///     s.spawn_on(&place, |_| total += 1);
+    ///     s.spawn_on(&place, |_| total += 2);
+    /// });
+    /// ```
     pub fn spawn_on<BODY>(&self, place: &Place, body: BODY)
     where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
