@@ -642,6 +642,10 @@ impl ThreadPool {
 
 impl Drop for ThreadPool {
     fn drop(&mut self) {
+        // A recording started and never stopped is discarded now, not when
+        // the last worker exits (which waits for queued jobs): until then
+        // every job of every pool would take the recording path.
+        let _ = self.registry.stop_recording();
         self.registry.terminate();
     }
 }

@@ -417,8 +417,16 @@ pub(crate) fn stop(
     let mut tasks = Vec::new();
     let mut workers = Vec::new();
     for s in slots {
+        // A write is a few stores; the writer may have been preempted,
+        // though: spin briefly, then give the CPU up.
+        let mut spins = 0u32;
         while s.writing.load(Ordering::SeqCst) {
-            std::hint::spin_loop();
+            if spins < 64 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         }
         // SAFETY: recording is off and the worker is not writing: by the
         // protocol it will not touch `data` until the next start, which
@@ -647,7 +655,7 @@ impl WorkerThread {
             }
         }
         if !f.task {
-            self.rec_write(|d| d.times.overhead_ns += cost);
+            self.rec_write_in(Some(f.epoch), |d| d.times.overhead_ns += cost);
             return;
         }
         let own = dur.saturating_sub(f.child_ns);
@@ -665,7 +673,7 @@ impl WorkerThread {
                 .map(|i| inclusive[i].saturating_sub(f.child_counts[i]))
                 .collect(),
         };
-        self.rec_write(|d| {
+        self.rec_write_in(Some(f.epoch), |d| {
             d.times.work_ns += own;
             d.times.overhead_ns += cost;
             d.tasks.push(record);
@@ -700,12 +708,28 @@ impl WorkerThread {
     }
 
     fn rec_write(&self, f: impl FnOnce(&mut SlotData)) {
+        self.rec_write_in(None, f)
+    }
+
+    /// Writes into this worker's slot if the pool records, and, with
+    /// `Some(epoch)`, only if it still records *that* recording: a frame
+    /// opened in one recording and closed after a stop and a new start
+    /// (the stop's grace ran out) must not land in the new one. The start
+    /// bumps the epoch before it sets `recording` (both SeqCst), so a
+    /// writer that sees the new recording on also sees its epoch.
+    fn rec_write_in(&self, epoch: Option<u64>, f: impl FnOnce(&mut SlotData)) {
         let slot = self.rec_slot();
         slot.writing.store(true, Ordering::SeqCst);
-        if self.registry().recorder().recording.load(Ordering::SeqCst) {
+        let rec = self.registry().recorder();
+        if rec.recording.load(Ordering::SeqCst)
+            && epoch.is_none_or(|e| rec.epoch.load(Ordering::SeqCst) == e)
+        {
             // SAFETY: `writing` is set and recording is on: by the protocol
-            // of the module docs the stopper is not reading `data`, and no
-            // other thread writes this worker's slot.
+            // of the module docs the stopper is not reading `data` (it
+            // waits for `writing` to clear after turning recording off).
+            // The only other thread that writes the slot is a start, which
+            // resets it before it sets `recording` (SeqCst), so the reset
+            // happened before this worker saw the recording on.
             f(unsafe { &mut *slot.data.get() });
         }
         slot.writing.store(false, Ordering::Release);
