@@ -12,12 +12,15 @@
 //! For every run it prints one line
 //!
 //! ```text
-//! workload=<name> policy=<policy> order=<lifo|fifo> threads=<n> size=<what> time_s=<t> seq_s=<t> speedup=<x> verified=true
+//! workload=<name> policy=<policy> order=<lifo|fifo> threads=<n> nodes=<n> size=<what> time_s=<t> seq_s=<t> speedup=<x> locality=<r> verified=true
 //! ```
 //!
 //! where `time_s` and `seq_s` are the best of `--runs` runs (default 3) of
 //! the terroir and the sequential version, each after the workload's
-//! `setup` (outside the timing). `verified=true` means every run's result
+//! `setup` (outside the timing), and `locality` is the pool's
+//! [locality ratio](terroir::PoolStats::locality_ratio) over those runs
+//! (bytes of the tasks' declared data on the node that ran them, `-` for
+//! workloads that place nothing; on one node it is trivially 1). `verified=true` means every run's result
 //! equalled the sequential one; a wrong result prints `verified=false` and
 //! the example exits with status 1. With `--rayon`, workloads that have a
 //! rayon version also print a `runtime=rayon` line from a rayon pool of the
@@ -204,14 +207,22 @@ fn main() {
                 eprintln!("bots: building the pool: {e}");
                 exit(2)
             });
+            pool.reset_stats();
             let (t, ok) = best_of(&*w, args.runs, want, || w.terroir(&pool));
             all_ok &= ok;
+            // Bytes of declared data on the executing worker's node, over
+            // all runs; "-" for workloads that declare no data.
+            let ratio = pool
+                .stats()
+                .locality_ratio()
+                .map_or_else(|| "-".to_string(), |r| format!("{r:.3}"));
             println!(
-                "workload={} policy={} order={} threads={} size={} time_s={t:.6} seq_s={seq:.6} speedup={:.2} verified={ok}",
+                "workload={} policy={} order={} threads={} nodes={} size={} time_s={t:.6} seq_s={seq:.6} speedup={:.2} locality={ratio} verified={ok}",
                 w.name(),
                 pool.policy().name(),
                 args.order.name(),
                 pool.current_num_threads(),
+                pool.topology().nodes().len(),
                 w.describe().replace(' ', ""),
                 seq / t,
             );

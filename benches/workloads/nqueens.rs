@@ -13,7 +13,11 @@
 //! Cutoff: rows from [`CUTOFF_DEPTH`] (3, BOTS' manual cutoff depth) down
 //! are searched sequentially, as one `nqueens-leaf` labelled task per
 //! partial board that survives the first three rows (536 at n = 11,
-//! about 200 microseconds each).
+//! about 200 microseconds each). [`with_cutoff`] builds other depths
+//! (`MAX_N`: none, a task per column on every row; on the reference
+//! machine that made terroir 1.6-1.9x slower and rayon about 2x slower
+//! than with the cutoff, the board copies and checks of the extra tasks
+//! costing more than the joins).
 //!
 //! Size parameter: `n`, the board side (at most [`MAX_N`]). Presets: Small
 //! `n = 8` (92 solutions), Default `n = 11` (2,680 solutions, about
@@ -32,7 +36,8 @@ use terroir::ThreadPool;
 /// The largest board side supported (the board is a `[u8; MAX_N]`).
 pub const MAX_N: usize = 32;
 
-/// Rows from this one down are searched sequentially (BOTS' cutoff depth).
+/// BOTS' manual cutoff depth (`-x 3`): with [`with_cutoff`], rows from
+/// this one down are searched sequentially.
 pub const CUTOFF_DEPTH: usize = 3;
 
 /// A partial board: `board[r]` is the column of the queen in row `r`, for
@@ -73,34 +78,41 @@ fn search_seq(n: usize, row: usize, board: &Board) -> u64 {
 }
 
 /// Parallel search: as [`search_seq`] with a task per column (a join tree
-/// over the columns) above [`CUTOFF_DEPTH`], sequential below.
-fn search<J: Joiner>(n: usize, row: usize, board: &Board) -> u64 {
+/// over the columns) above row `cutoff`, sequential from it on.
+fn search<J: Joiner>(n: usize, cutoff: usize, row: usize, board: &Board) -> u64 {
     if row == n {
         return 1;
     }
-    if row >= CUTOFF_DEPTH {
+    if row >= cutoff {
         return J::leaf("nqueens-leaf", || search_seq(n, row, board));
     }
-    columns::<J>(n, row, board, 0, n)
+    columns::<J>(n, cutoff, row, board, 0, n)
 }
 
 /// The completions of `board` with the queen of `row` in one of the
 /// columns `lo..hi`: one task per column, split in halves with joins.
-fn columns<J: Joiner>(n: usize, row: usize, board: &Board, lo: usize, hi: usize) -> u64 {
+fn columns<J: Joiner>(
+    n: usize,
+    cutoff: usize,
+    row: usize,
+    board: &Board,
+    lo: usize,
+    hi: usize,
+) -> u64 {
     if hi - lo == 1 {
         // The task's own copy of the partial board, as in BOTS.
         let mut b = *board;
         b[row] = lo as u8;
         return if ok(row + 1, &b) {
-            search::<J>(n, row + 1, &b)
+            search::<J>(n, cutoff, row + 1, &b)
         } else {
             0
         };
     }
     let mid = lo + (hi - lo) / 2;
     let (a, b) = J::join(
-        || columns::<J>(n, row, board, lo, mid),
-        || columns::<J>(n, row, board, mid, hi),
+        || columns::<J>(n, cutoff, row, board, lo, mid),
+        || columns::<J>(n, cutoff, row, board, mid, hi),
     );
     a + b
 }
@@ -109,12 +121,14 @@ fn columns<J: Joiner>(n: usize, row: usize, board: &Board, lo: usize, hi: usize)
 struct NQueens {
     /// The board side.
     n: usize,
+    /// Rows from this one down are searched sequentially (`n`: none).
+    cutoff: usize,
 }
 
 impl NQueens {
     /// The solution count, with the joins of `J`.
     fn run<J: Joiner>(&self) -> u64 {
-        checksum([search::<J>(self.n, 0, &[0; MAX_N])])
+        checksum([search::<J>(self.n, self.cutoff, 0, &[0; MAX_N])])
     }
 }
 
@@ -124,7 +138,11 @@ impl Workload for NQueens {
     }
 
     fn describe(&self) -> String {
-        format!("n={}, cutoff depth {CUTOFF_DEPTH}", self.n)
+        if self.cutoff >= self.n {
+            format!("n={}, no cutoff", self.n)
+        } else {
+            format!("n={}, cutoff depth {}", self.n, self.cutoff)
+        }
     }
 
     fn sequential(&self) -> u64 {
@@ -140,12 +158,26 @@ impl Workload for NQueens {
     }
 }
 
-/// Builds nqueens for `size` (`n`: 8 / 11 / 13, at most [`MAX_N`]).
+/// Builds nqueens for `size` (`n`: 8 / 11 / 13, at most [`MAX_N`]) with
+/// BOTS' manual cutoff ([`CUTOFF_DEPTH`]).
 pub fn new(size: Size, topology: &Topology) -> Result<Box<dyn Workload>, String> {
+    with_cutoff(size, topology, CUTOFF_DEPTH)
+}
+
+/// Builds nqueens with rows from `cutoff` down searched sequentially as
+/// labelled leaves ([`CUTOFF_DEPTH`] is BOTS' manual cutoff).
+pub fn with_cutoff(
+    size: Size,
+    topology: &Topology,
+    cutoff: usize,
+) -> Result<Box<dyn Workload>, String> {
     let _ = topology;
     let n = size.pick(8, 11, 13);
     if n > MAX_N {
         return Err(format!("nqueens: n = {n} is above the maximum {MAX_N}"));
     }
-    Ok(Box::new(NQueens { n }))
+    Ok(Box::new(NQueens {
+        n,
+        cutoff: cutoff.min(n),
+    }))
 }
