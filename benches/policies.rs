@@ -10,13 +10,16 @@
 //! TERROIR_BENCH_SIZE=large cargo bench --bench policies                     # bigger inputs
 //! ```
 //!
-//! Ids: `<workload>/sequential`, `<workload>/<policy>` (LIFO deques) and
-//! `<workload>/hierarchical-fifo`. Every runner's result is checked
+//! Ids: `<workload>/sequential`, `<workload>/<policy>` (LIFO deques, placed
+//! tasks through their node's shared queue), `<workload>/hierarchical-fifo`,
+//! and `<workload>/locality-round-robin` and
+//! `<workload>/locality-shortest-queue` (Klinkenberg's distributions of
+//! placed tasks over a node's workers, [`Distribution`]). Every runner's result is checked
 //! against the sequential one before it is timed. Each workload's module
 //! says what it is and what its sizes mean.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use terroir::{DequeOrder, Policy, ThreadPoolBuilder};
+use terroir::{DequeOrder, Distribution, Policy, ThreadPoolBuilder};
 
 #[path = "workloads/mod.rs"]
 mod workloads;
@@ -27,22 +30,39 @@ mod harness;
 fn policies(c: &mut Criterion) {
     let size = harness::size();
     let topo = harness::topology();
+    let shared = Distribution::SharedQueue;
     let mut runners = Vec::new();
     for &policy in Policy::ALL {
-        runners.push((policy.name().to_string(), policy, DequeOrder::Lifo));
+        runners.push((policy.name().to_string(), policy, DequeOrder::Lifo, shared));
     }
     runners.push((
         "hierarchical-fifo".to_string(),
         Policy::Hierarchical,
         DequeOrder::Fifo,
+        shared,
+    ));
+    // Klinkenberg's distributions of placed tasks inside a node (the
+    // default is the node's shared queue).
+    runners.push((
+        "locality-round-robin".to_string(),
+        Policy::Locality,
+        DequeOrder::Lifo,
+        Distribution::RoundRobin,
+    ));
+    runners.push((
+        "locality-shortest-queue".to_string(),
+        Policy::Locality,
+        DequeOrder::Lifo,
+        Distribution::ShortestQueue,
     ));
     let pools: Vec<_> = runners
         .iter()
-        .map(|(id, policy, order)| {
+        .map(|(id, policy, order, distribution)| {
             let pool = ThreadPoolBuilder::new()
                 .topology(topo.clone())
                 .policy(*policy)
                 .deque_order(*order)
+                .distribution(*distribution)
                 .build()
                 .unwrap_or_else(|e| panic!("{id}: {e}"));
             (id.as_str(), pool)
