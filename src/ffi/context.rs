@@ -15,11 +15,11 @@
 //! for its body), so a parent outlives its children and every pointer in
 //! a chain reachable from a running frame is valid.
 
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::ptr;
 
 use super::pool::PoolEntry;
+use crate::sched::WorkerThread;
 use crate::Scope;
 
 /// One frame of C code that terroir called.
@@ -33,10 +33,6 @@ pub(crate) struct Ctx {
     pub(crate) scope: *const Scope<'static>,
     /// The frame waiting for this one, or null.
     pub(crate) parent: *const Ctx,
-}
-
-thread_local! {
-    static CURRENT: Cell<*const Ctx> = const { Cell::new(ptr::null()) };
 }
 
 /// A frame pointer carried to the thread that runs the child work.
@@ -53,10 +49,17 @@ unsafe impl Sync for CtxPtr {}
 impl CtxPtr {
     pub(crate) const NULL: CtxPtr = CtxPtr(ptr::null());
 
-    /// The calling thread's innermost frame.
+    /// The calling thread's innermost frame (none on a thread that is not
+    /// a worker: C code terroir calls always runs on a worker).
     #[inline]
     pub(crate) fn current() -> CtxPtr {
-        CtxPtr(CURRENT.with(Cell::get))
+        WorkerThread::current().map_or(CtxPtr::NULL, CtxPtr::of)
+    }
+
+    /// The innermost frame of `wt`, the calling thread's worker.
+    #[inline]
+    pub(crate) fn of(wt: &WorkerThread) -> CtxPtr {
+        CtxPtr(wt.foreign().cast())
     }
 
     /// A frame's parent pointer, to hand on.
@@ -98,16 +101,26 @@ impl CtxPtr {
 
 /// Runs `f` with `frame` as the calling thread's innermost frame, then
 /// restores the previous one (also on unwind).
+///
+/// The frame is kept in the worker's word for the layer above
+/// (`WorkerThread::foreign`), so that `terroir_join` finds the worker and
+/// its frame with one thread-local read. Every caller runs on a worker (a
+/// body entered with `install`, a group's task): on any other thread there
+/// is nobody to read a frame, and `f` just runs.
 #[inline]
 pub(crate) fn with_frame<R>(frame: *const Ctx, f: impl FnOnce() -> R) -> R {
-    struct Restore(*const Ctx);
+    struct Restore(&'static WorkerThread, *const ());
     impl Drop for Restore {
         #[inline]
         fn drop(&mut self) {
-            CURRENT.with(|c| c.set(self.0));
+            self.0.replace_foreign(self.1);
         }
     }
-    let _restore = Restore(CURRENT.with(|c| c.replace(frame)));
+    let Some(wt) = WorkerThread::current() else {
+        debug_assert!(false, "a C API frame outside a worker thread");
+        return f();
+    };
+    let _restore = Restore(wt, wt.replace_foreign(frame.cast()));
     f()
 }
 
@@ -130,15 +143,17 @@ impl CTask {
         CTask { f, arg }
     }
 
-    /// Calls the C function in `frame`: when the calling thread is in that
-    /// frame already (a join branch run by the thread that forked it, the
-    /// common case) it only reads the thread-local.
+    /// Calls the C function in `frame`, the frame of the `join` whose
+    /// second branch this is. Run inline (`stolen` false: by the forking
+    /// thread, right after the first branch, the common case) the thread
+    /// is in that frame already; run as a job (stolen, or promoted and
+    /// taken back) it enters the frame first.
     #[inline]
-    pub(crate) fn run_in(self, frame: CtxPtr) {
-        if CURRENT.with(Cell::get) == frame.0 {
-            self.run();
-        } else {
+    pub(crate) fn run_in(self, frame: CtxPtr, stolen: bool) {
+        if stolen {
             with_frame(frame.0, || self.run());
+        } else {
+            self.run();
         }
     }
 

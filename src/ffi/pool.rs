@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::context::{with_frame, CTask, Ctx, CtxPtr};
 use super::error::{call, call_infallible, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
+use crate::sched::WorkerThread;
 use crate::{Policy, ThreadPool, ThreadPoolBuilder};
 
 /// An opaque pool handle. A `terroir_pool *` is a key into terroir's
@@ -473,7 +474,14 @@ pub unsafe extern "C" fn terroir_current_worker(out: *mut usize) -> c_int {
 #[inline(always)]
 fn join_in(here: CtxPtr, a: CTask, b: CTask) {
     let (a, b) = (&a, &(b, here));
-    crate::join(move || a.run(), move || b.0.run_in(b.1));
+    crate::sched::join_context(move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
+}
+
+/// [`join_in`] on `wt`, the calling thread's worker, already looked up.
+#[inline(always)]
+fn join_on(wt: &WorkerThread, here: CtxPtr, a: CTask, b: CTask) {
+    let (a, b) = (&a, &(b, here));
+    crate::sched::join_context_in(wt, move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
 }
 
 /// Runs `fa(a)` and `fb(b)`, potentially in parallel, and returns when
@@ -502,11 +510,13 @@ pub unsafe extern "C" fn terroir_join(
     // The fast path, kept free of `Result` plumbing: C code of a frame runs
     // on a worker of the frame's pool, so NULL, or that pool's handle, is a
     // plain join there.
-    let here = CtxPtr::current();
-    if let (Some(fa), Some(fb), false) = (fa, fb, here.is_null()) {
+    // One thread-local read finds the worker and, in it, the frame.
+    let wt = WorkerThread::current();
+    let here = wt.map_or(CtxPtr::NULL, CtxPtr::of);
+    if let (Some(wt), Some(fa), Some(fb), false) = (wt, fa, fb, here.is_null()) {
         if pool.is_null() || here.pool().is_some_and(|p| p.handle == pool.addr()) {
             return call_infallible("terroir_join", || {
-                join_in(here, CTask::new(fa, a), CTask::new(fb, b));
+                join_on(wt, here, CTask::new(fa, a), CTask::new(fb, b));
             });
         }
     }

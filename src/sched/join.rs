@@ -45,21 +45,38 @@ where
     RA: Send,
     RB: Send,
 {
-    match WorkerThread::current() {
-        Some(wt) => join_in_worker(wt, oper_a, oper_b),
-        None => global_registry().in_worker(|wt, _| join_in_worker(wt, oper_a, oper_b)),
-    }
+    join_context(oper_a, move |_| oper_b())
 }
 
+/// [`join`] whose second closure learns whether it ran as a job taken from
+/// a queue (`true`: stolen, or promoted and then taken back, and maybe on
+/// another thread) or inline on the forking thread (`false`), like
+/// rayon's `join_context`.
 #[inline]
-fn join_in_worker<A, B, RA, RB>(wt: &WorkerThread, oper_a: A, oper_b: B) -> (RA, RB)
+pub(crate) fn join_context<A, B, RA, RB>(oper_a: A, oper_b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
-    B: FnOnce() -> RB + Send,
+    B: FnOnce(bool) -> RB + Send,
     RA: Send,
     RB: Send,
 {
-    let job_b = StackJob::new(move |_| oper_b(), CoreLatch::new(wt, false));
+    match WorkerThread::current() {
+        Some(wt) => join_context_in(wt, oper_a, oper_b),
+        None => global_registry().in_worker(|wt, _| join_context_in(wt, oper_a, oper_b)),
+    }
+}
+
+/// [`join_context`] on `wt`, which must be the calling thread's worker
+/// (for callers that looked it up already: one thread-local read less).
+#[inline]
+pub(crate) fn join_context_in<A, B, RA, RB>(wt: &WorkerThread, oper_a: A, oper_b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce(bool) -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let job_b = StackJob::new(oper_b, CoreLatch::new(wt, false));
     let mut node = PrivateJob::new(job_b.as_job_ref());
     wt.push_private(&mut node);
     wt.poll();

@@ -18,6 +18,7 @@ mod stats;
 
 pub use counters::{Counter, Unavailable};
 pub use join::join;
+pub(crate) use join::{join_context, join_context_in};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
 pub use pool::{
@@ -25,6 +26,7 @@ pub use pool::{
     ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD,
 };
 pub use record::{label, Label, RecordError, RecordOptions, Recording, TaskRecord, WorkerTimes};
+pub(crate) use registry::WorkerThread;
 pub use registry::{DequeOrder, Distribution};
 pub use scope::{in_place_scope, scope, Scope};
 pub use stats::{NodeStats, PoolStats};

@@ -176,6 +176,10 @@ pub(crate) struct WorkerThread {
     info: *const WorkerInfo,
     registry: Arc<Registry>,
     rec: WorkerRec,
+    /// A word for the layer above the executor (the C API keeps its
+    /// innermost frame here), so that it needs no thread-local of its own:
+    /// the one thread-local read that finds the worker finds this too.
+    foreign: Cell<*const ()>,
 }
 
 thread_local! {
@@ -887,6 +891,18 @@ const SPIN_ROUNDS: u32 = 64;
 const YIELD_AFTER: u32 = 16;
 
 impl WorkerThread {
+    /// The word kept for the layer above (see the field): null until set.
+    #[inline]
+    pub(crate) fn foreign(&self) -> *const () {
+        self.foreign.get()
+    }
+
+    /// Sets the word kept for the layer above; returns the previous one.
+    #[inline]
+    pub(crate) fn replace_foreign(&self, value: *const ()) -> *const () {
+        self.foreign.replace(value)
+    }
+
     /// The worker running on this thread, if any.
     #[inline]
     pub(crate) fn current() -> Option<&'static WorkerThread> {
@@ -909,6 +925,7 @@ impl WorkerThread {
             info: &*registry.workers[index],
             registry,
             rec: WorkerRec::new(),
+            foreign: Cell::new(std::ptr::null()),
         };
         WORKER.with(|c| c.set(&wt));
         while let Some(job) = wt.wait_for_work(None) {
