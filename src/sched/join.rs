@@ -117,18 +117,34 @@ where
     F: FnOnce(bool) -> R + Send,
     R: Send,
 {
-    #[cold]
+    // Inlined, so that the guard's fields are never written to the frame:
+    // the landing pad rebuilds them from registers and the frame's address.
+    #[inline(always)]
     fn drop(&mut self) {
-        self.wt.pop_private(self.node);
-        if !self.node.was_promoted() {
-            // Never shared: run it here; a second panic is dropped (the
-            // first one wins, as in rayon).
-            // SAFETY: `b` was private, so nobody else can execute it, and we
-            // execute it once; `execute` catches its panic into the job's
-            // result, which is dropped with `job_b`.
-            unsafe { self.job_b.as_job_ref().execute() };
-        } else {
-            self.wt.wait_until(&self.job_b.latch);
-        }
+        finish_after_unwind(self.wt, self.node, self.job_b);
+    }
+}
+
+/// The landing pad of [`UnwindGuard`], out of line.
+#[cold]
+#[inline(never)]
+fn finish_after_unwind<F, R>(
+    wt: &WorkerThread,
+    node: &PrivateJob,
+    job_b: &StackJob<CoreLatch, F, R>,
+) where
+    F: FnOnce(bool) -> R + Send,
+    R: Send,
+{
+    wt.pop_private(node);
+    if !node.was_promoted() {
+        // Never shared: run it here; a second panic is dropped (the
+        // first one wins, as in rayon).
+        // SAFETY: `b` was private, so nobody else can execute it, and we
+        // execute it once; `execute` catches its panic into the job's
+        // result, which is dropped with `job_b`.
+        unsafe { job_b.as_job_ref().execute() };
+    } else {
+        wt.wait_until(&job_b.latch);
     }
 }
