@@ -140,16 +140,26 @@ struct Node {
 
 /// A complete tree of `depth` levels (`2^depth - 1` nodes) whose values are
 /// `0, 1, 2, ...` in preorder, so the sum is `n (n - 1) / 2`.
+///
+/// Nodes are allocated in preorder too (a node before its children), so a
+/// left-first walk visits ascending addresses. The layout decides the big
+/// tree's numbers more than any scheduler: allocated children first
+/// (postorder), the same tree took every runner that walks left first
+/// 2.5-3x longer, and a right-first walk got the prefetcher's help
+/// instead. Every runner here walks left first.
 fn build_tree(depth: u32) -> Box<Node> {
     fn build(depth: u32, next: &mut u64) -> Box<Node> {
-        let value = *next;
+        let mut node = Box::new(Node {
+            value: *next,
+            left: None,
+            right: None,
+        });
         *next += 1;
-        let (left, right) = if depth > 1 {
-            (Some(build(depth - 1, next)), Some(build(depth - 1, next)))
-        } else {
-            (None, None)
-        };
-        Box::new(Node { value, left, right })
+        if depth > 1 {
+            node.left = Some(build(depth - 1, next));
+            node.right = Some(build(depth - 1, next));
+        }
+        node
     }
     assert!(depth >= 1);
     build(depth, &mut 0)
@@ -164,11 +174,13 @@ fn tree_sum<J: Joiner>(node: &Node) -> u64 {
     node.value + l + r
 }
 
-/// [`tree_sum`] with chili's `join`.
+/// [`tree_sum`] with chili's `join`. chili runs its *second* closure first
+/// when it does not share work, so the right subtree is passed first: the
+/// walk is left first, as with the other runners.
 fn tree_sum_chili(node: &Node, s: &mut chili::Scope<'_>) -> u64 {
-    let (l, r) = s.join(
-        |s| node.left.as_deref().map_or(0, |n| tree_sum_chili(n, s)),
+    let (r, l) = s.join(
         |s| node.right.as_deref().map_or(0, |n| tree_sum_chili(n, s)),
+        |s| node.left.as_deref().map_or(0, |n| tree_sum_chili(n, s)),
     );
     node.value + l + r
 }
