@@ -61,66 +61,12 @@ const SMALL_TREE_DEPTH: u32 = 10; // 1,023 nodes
 const LARGE_TREE_DEPTH: u32 = 24; // 16,777,215 nodes
 const THREADS: usize = 2;
 
-/// The `join` a workload uses: sequential, terroir's or rayon's.
-trait Joiner {
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send;
-}
+#[path = "workloads/mod.rs"]
+mod workloads;
 
-struct Sequential;
-impl Joiner for Sequential {
-    #[inline(always)]
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        (a(), b())
-    }
-}
-
-struct Terroir;
-impl Joiner for Terroir {
-    #[inline(always)]
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        terroir::join(a, b)
-    }
-}
-
-struct Rayon;
-impl Joiner for Rayon {
-    #[inline(always)]
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        rayon::join(a, b)
-    }
-}
-
-/// `fib(n)` with a join on every call with `n >= 2`.
-fn fib<J: Joiner>(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = J::join(|| fib::<J>(n - 1), || fib::<J>(n - 2));
-    a + b
-}
+// The sequential, terroir and rayon `join`s, shared with the suite's
+// recursive workloads, and fib itself.
+use workloads::fib::{fib, Joiner, Rayon, Seq as Sequential, Terroir};
 
 /// `fib(n)` with chili's `join` on every call with `n >= 2`.
 fn fib_chili(n: u64, s: &mut chili::Scope<'_>) -> u64 {

@@ -145,8 +145,23 @@ fn compile_shared(name: &str, sources: &[&str]) -> PathBuf {
 }
 
 /// The system libraries a Rust staticlib needs (what `rustc --print
-/// native-static-libs` prints for this target).
-const NATIVE_STATIC_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
+/// native-static-libs` prints for this target), after hwloc's when the
+/// crate is built with the `hwloc` feature (a staticlib carries no native
+/// dependencies: `pkg-config --static --libs hwloc` names them).
+const NATIVE_STATIC_LIBS: &[&str] = if cfg!(feature = "hwloc") {
+    &[
+        "-lhwloc",
+        "-ludev",
+        "-lgcc_s",
+        "-lutil",
+        "-lrt",
+        "-lpthread",
+        "-lm",
+        "-ldl",
+    ]
+} else {
+    &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"]
+};
 
 fn valgrind() -> Option<&'static str> {
     static V: OnceLock<bool> = OnceLock::new();

@@ -95,7 +95,7 @@ impl Joiner for Rayon {
 }
 
 /// `fib(n)` with a join on every call with `n >= 2`.
-fn fib<J: Joiner>(n: u64) -> u64 {
+pub fn fib<J: Joiner>(n: u64) -> u64 {
     if n < 2 {
         return n;
     }
