@@ -1,7 +1,7 @@
 //! Every workload of `benches/workloads/` under every [`Policy`], at the
 //! machine's thread count, with the sequential version as the baseline in
 //! the same run, and the queue-discipline dimension of Qawasmeh et al.
-//! (`hierarchical/fifo`: oldest job first from a worker's own deque,
+//! (`hierarchical-fifo`: oldest job first from a worker's own deque,
 //! breadth-first, against the default newest-first, depth-first).
 //!
 //! ```text

@@ -37,7 +37,8 @@
 //! - `--report DIR`: also run the workload on a one-worker pool and on the
 //!   pool while recording, print the work-time-inflation report, and write
 //!   `report.json`, `report.csv`, `trace.json` and `report.svg` into `DIR`
-//!   (one subdirectory per workload and policy).
+//!   (one subdirectory per workload, policy and deque order, the baseline
+//!   a one-worker pool with the same policy and order).
 
 use std::process::exit;
 use std::time::Instant;
@@ -153,11 +154,12 @@ fn best_of(w: &dyn Workload, runs: usize, want: u64, run: impl Fn() -> u64) -> (
     (best, ok)
 }
 
-fn report(w: &dyn Workload, pool: &ThreadPool, dir: &str) -> Result<(), String> {
+fn report(w: &dyn Workload, pool: &ThreadPool, order: DequeOrder, dir: &str) -> Result<(), String> {
     let one = ThreadPoolBuilder::new()
         .topology(pool.topology().clone())
         .policy(pool.policy())
         .pin(pool.is_pinned())
+        .deque_order(order)
         .num_threads(1)
         .build()
         .map_err(|e| e.to_string())?;
@@ -168,7 +170,12 @@ fn report(w: &dyn Workload, pool: &ThreadPool, dir: &str) -> Result<(), String> 
     let (_, parallel) = pool.record(|| w.terroir(pool));
     let report = InflationReport::new(&baseline, &parallel);
     println!("{report}");
-    let dir = format!("{dir}/{}-{}", w.name(), pool.policy().name());
+    let dir = format!(
+        "{dir}/{}-{}-{}",
+        w.name(),
+        pool.policy().name(),
+        order.name()
+    );
     let files = report
         .write_all(&dir)
         .map_err(|e| format!("writing the report into {dir}: {e}"))?;
@@ -227,7 +234,7 @@ fn main() {
                 seq / t,
             );
             if let Some(dir) = &args.report {
-                if let Err(e) = report(&*w, &pool, dir) {
+                if let Err(e) = report(&*w, &pool, args.order, dir) {
                     eprintln!("bots: {e}");
                     exit(2);
                 }

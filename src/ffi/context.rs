@@ -1,7 +1,8 @@
 //! What the C code running on a thread is part of: a chain of [`Ctx`]
-//! frames, one per C function terroir called (a task of a group, a branch
-//! of `terroir_join`, the body entered into a pool), each pointing to the
-//! frame that waits for it.
+//! frames, one per C function terroir called (a task of a group, the body
+//! entered into a pool; both branches of a `terroir_join` run in the frame
+//! of its caller, a stolen one entering it on the thief), each pointing to
+//! the frame that waits for it.
 //!
 //! The chain answers three questions without locks: which pool a NULL pool
 //! argument means (the innermost frame's), whether a non-NULL pool is the
@@ -50,7 +51,7 @@ impl CtxPtr {
     pub(crate) const NULL: CtxPtr = CtxPtr(ptr::null());
 
     /// The calling thread's innermost frame (none on a thread that is not
-    /// a worker: C code terroir calls always runs on a worker).
+    /// a worker: every frame is entered on a worker, see [`with_frame`]).
     #[inline]
     pub(crate) fn current() -> CtxPtr {
         WorkerThread::current().map_or(CtxPtr::NULL, CtxPtr::of)
@@ -117,8 +118,9 @@ pub(crate) fn with_frame<R>(frame: *const Ctx, f: impl FnOnce() -> R) -> R {
         }
     }
     let Some(wt) = WorkerThread::current() else {
-        debug_assert!(false, "a C API frame outside a worker thread");
-        return f();
+        // Unreachable (every caller is on a worker, above); were it not,
+        // the frame's deadlock check would be lost, so stop here.
+        unreachable!("terroir: a C API frame entered outside a worker thread");
     };
     let _restore = Restore(wt, wt.replace_foreign(frame.cast()));
     f()

@@ -48,10 +48,11 @@ where
     join_context(oper_a, move |_| oper_b())
 }
 
-/// [`join`] whose second closure learns whether it ran as a job taken from
-/// a queue (`true`: stolen, or promoted and then taken back, and maybe on
-/// another thread) or inline on the forking thread (`false`), like
-/// rayon's `join_context`.
+/// [`join`] whose second closure learns whether it ran as a job (`true`:
+/// stolen, or promoted and then taken back, maybe on another thread; also
+/// when it runs after the first closure unwound, which executes it as a
+/// job on the forking thread) or inline on the forking thread right after
+/// the first closure returned (`false`), like rayon's `join_context`.
 #[inline]
 pub(crate) fn join_context<A, B, RA, RB>(oper_a: A, oper_b: B) -> (RA, RB)
 where
