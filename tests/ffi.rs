@@ -390,6 +390,29 @@ fn static_library_links_and_runs() {
     check_example_line(&out, "fib");
 }
 
+/// `examples/c/bench.sh`'s baseline: `fib.c` with `-DFIB_JOIN=noop_join`
+/// (a join that only calls its two tasks) still computes fib.
+#[test]
+fn fib_builds_against_the_no_scheduler_join() {
+    let dir = lib_dir().display().to_string();
+    let exe = compile(
+        "fib_noop",
+        &["examples/c/fib.c", "examples/c/noop_join.c"],
+        &[
+            "-DFIB_JOIN=noop_join",
+            "-L",
+            &dir,
+            "-lterroir",
+            &format!("-Wl,-rpath,{dir}"),
+        ],
+    );
+    let out = stdout(&run(
+        Command::new(&exe).args(["20", "1"]),
+        Duration::from_secs(60),
+    ));
+    check_example_line(&out, "fib");
+}
+
 /// Two shared objects that both use terroir: through `libterroir.so` they
 /// share one global pool (the first to initialize it wins, the second sees
 /// it); each with its own copy of `libterroir.a` (symbols kept private with

@@ -8,6 +8,13 @@
 #   examples/c/bench.sh
 #   FIB_N=30 NQUEENS_N=12 HEALTH_LEVELS=6 HEALTH_STEPS=100 RUNS=5 examples/c/bench.sh
 #
+# The library is built with RUSTFLAGS="-C llvm-args=-enable-tlsdesc" (TLS
+# descriptors: a thread-local read in libterroir.so costs two instructions
+# instead of a call to __tls_get_addr; see examples/c/README.md), unless
+# RUSTFLAGS is set. fib is also built against a join that only calls its
+# two tasks (examples/c/noop_join.c), to separate what the C program costs
+# from what terroir adds.
+#
 # Threads: TERROIR_NUM_THREADS and OMP_NUM_THREADS (default: one per CPU,
 # for both). Honours CARGO_TARGET_DIR, CC (terroir builds) and OMP_CC
 # (OpenMP builds, default gcc).
@@ -27,7 +34,8 @@ LIB=$TARGET/release
 OUT=$TARGET/c-examples
 mkdir -p "$OUT"
 
-echo "== cargo build --release --lib --example fib_join"
+export RUSTFLAGS=${RUSTFLAGS--C llvm-args=-enable-tlsdesc}
+echo "== RUSTFLAGS=\"$RUSTFLAGS\" cargo build --release --lib --example fib_join"
 cargo build --quiet --release --lib --example fib_join
 
 echo "== compiling into $OUT"
@@ -35,6 +43,11 @@ for p in fib nqueens health; do
   "$CC" -O2 -Wall -Wextra -I include "examples/c/$p.c" -L "$LIB" -lterroir -Wl,-rpath,"$LIB" -o "$OUT/$p"
   "$OMP_CC" -O2 -Wall -Wextra -fopenmp "examples/c/${p}_omp.c" -o "$OUT/${p}_omp"
 done
+# fib with no scheduler: the same calls into a shared library whose join
+# runs the two tasks one after the other.
+"$CC" -O2 -Wall -Wextra -shared -fPIC -I include examples/c/noop_join.c -o "$OUT/libnoop_join.so"
+"$CC" -O2 -Wall -Wextra -I include -DFIB_JOIN=noop_join examples/c/fib.c -L "$OUT" -lnoop_join \
+  -L "$LIB" -lterroir -Wl,-rpath,"$OUT":"$LIB" -o "$OUT/fib_noop"
 # fib against the static library too: in an executable the linker turns
 # terroir's thread-local accesses into plain %fs loads.
 "$CC" -O2 -Wall -Wextra -I include examples/c/fib.c "$LIB/libterroir.a" \
@@ -42,7 +55,8 @@ done
 
 echo "== running (best of $RUNS each; $(nproc) CPUs)"
 results=$(mktemp)
-trap 'rm -f "$results"' EXIT
+seqs=$(mktemp)
+trap 'rm -f "$results" "$seqs"' EXIT
 run() {
   local label=$1
   shift
@@ -50,10 +64,14 @@ run() {
   line=$("$@")
   echo "$line"
   echo "$label $(sed -n 's/.*best_s=\([0-9.]*\).*/\1/p' <<<"$line") $(sed -n 's/.*check=\([A-Za-z]*\).*/\1/p' <<<"$line")" >>"$results"
+  sed -n "s/.*seq_s=\([0-9.]*\).*/$label \1/p" <<<"$line" >>"$seqs"
 }
 run fib_rust "$LIB/examples/fib_join" "$FIB_N" "$RUNS"
 run fib_c "$OUT/fib" "$FIB_N" "$RUNS"
 run fib_c_static "$OUT/fib_static" "$FIB_N" "$RUNS"
+run fib_noop "$OUT/fib_noop" "$FIB_N" "$RUNS"
+run fib_rust_1 env TERROIR_NUM_THREADS=1 "$LIB/examples/fib_join" "$FIB_N" "$RUNS"
+run fib_c_1 env TERROIR_NUM_THREADS=1 "$OUT/fib" "$FIB_N" "$RUNS"
 run fib_omp "$OUT/fib_omp" "$FIB_N" "$RUNS"
 run nqueens_c "$OUT/nqueens" "$NQUEENS_N" "$RUNS"
 run nqueens_omp "$OUT/nqueens_omp" "$NQUEENS_N" "$RUNS"
@@ -79,3 +97,12 @@ echo "fib($FIB_N): terroir C (libterroir.so) / terroir Rust join = $(ratio "$(t 
   "($(t fib_c) s vs $(t fib_rust) s)"
 echo "fib($FIB_N): terroir C (libterroir.a)  / terroir Rust join = $(ratio "$(t fib_c_static)" "$(t fib_rust)")x" \
   "($(t fib_c_static) s vs $(t fib_rust) s)"
+joins=$(awk -v n="$FIB_N" 'BEGIN { a = 0; b = 1; for (i = 0; i < n + 1; i++) { c = a + b; a = b; b = c } print a - 1 }')
+ns() { awk -v a="$1" -v b="$2" -v j="$joins" 'BEGIN { printf "%.2f", (a - b) * 1e9 / j }'; }
+seq_rust=$(awk '$1 == "fib_rust_1" { print $2 }' "$seqs")
+echo
+echo "fib($FIB_N) on one worker ($joins joins; what a join costs, without parallelism):"
+echo "  Rust join $(t fib_rust_1) s, its sequential fib $seq_rust s: the join adds $(ns "$(t fib_rust_1)" "$seq_rust") ns per join"
+echo "  C through libterroir.so $(t fib_c_1) s, the same C with a join that only calls its tasks $(t fib_noop) s:" \
+  "terroir_join adds $(ns "$(t fib_c_1)" "$(t fib_noop)") ns per join"
+echo "  the C program with no scheduler at all / the Rust join program = $(ratio "$(t fib_noop)" "$(t fib_rust_1)")x"

@@ -13,6 +13,16 @@
 
 #include "bench_util.h"
 
+/* The join every call makes. examples/c/bench.sh also builds this file
+ * with -DFIB_JOIN=noop_join (examples/c/noop_join.c, in a shared library
+ * of its own: it calls fa(a), then fb(b)) to time what the C program costs
+ * with no scheduler at all: calls through pointers, arguments in memory. */
+#ifndef FIB_JOIN
+#define FIB_JOIN terroir_join
+#else
+int FIB_JOIN(terroir_pool *pool, terroir_task_fn fa, void *a, terroir_task_fn fb, void *b);
+#endif
+
 struct fib_arg {
   int n;
   long result;
@@ -24,7 +34,7 @@ static long fib(int n) {
   if (n < 2) return n;
   struct fib_arg a = {n - 1, 0}, b = {n - 2, 0};
   /* NULL: the pool this worker belongs to. */
-  CHECK(terroir_join(NULL, fib_task, &a, fib_task, &b));
+  CHECK(FIB_JOIN(NULL, fib_task, &a, fib_task, &b));
   return a.result + b.result;
 }
 
