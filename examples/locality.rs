@@ -8,8 +8,10 @@
 //!   children each); every village's patients live in a [`NodeVec`] on one
 //!   node (the subtrees under the root's children are dealt to the nodes in
 //!   turn). Each time step updates every village's patients in a task
-//!   placed on the village's data; 2 % of a village's patients move to the
-//!   parent village (between regions) at the end of the step.
+//!   placed on the village's data, spawned as in BOTS: by the parent
+//!   village's task, before it simulates its own village; 2 % of a
+//!   village's patients move to the parent village (between regions) at
+//!   the end of the step.
 //! - `heat`: a Heat-like 2-D 5-point stencil on a grid cut into row blocks,
 //!   block `b` on node `b * nodes / blocks`, double-buffered; each iteration
 //!   computes every block in a task placed on the block it writes (and it
@@ -37,7 +39,8 @@
 //! Options: `--quick` (sizes for the emulated guest), `--expect-locality`
 //! (on several nodes, fail unless `StrictLocality` reaches a ratio of 0.95
 //! and `Locality` 0.75 on both workloads: CI runs it in the 4-node guest),
-//! `--threads N`,
+//! `--stats` (after each line, the pool's statistics: jobs per node,
+//! steals by level, pushes), `--threads N`,
 //! `--depth D` (village tree depth, default 5: 341 villages), `--patients P`
 //! (per village, default 16384), `--steps S` (default 20), `--grid N`
 //! (N x N cells, default 2048), `--iters I` (default 20), `--blocks B`
@@ -45,14 +48,15 @@
 
 use std::process::exit;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use terroir::numa::NodeId;
 use terroir::pool::NodeVec;
-use terroir::{Place, Policy, ThreadPool, ThreadPoolBuilder};
+use terroir::{Place, Policy, Scope, ThreadPool, ThreadPoolBuilder};
 
 const USAGE: &str = "\
-usage: locality [--quick] [--expect-locality] [--threads N] [--depth D]
+usage: locality [--quick] [--expect-locality] [--stats] [--threads N] [--depth D]
                 [--patients P] [--steps S] [--grid N] [--iters I] [--blocks B]";
 
 struct Args {
@@ -64,6 +68,7 @@ struct Args {
     iters: usize,
     blocks: usize,
     expect: bool,
+    stats: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -76,6 +81,7 @@ fn parse_args() -> Result<Args, String> {
         iters: 20,
         blocks: 32,
         expect: false,
+        stats: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -90,6 +96,10 @@ fn parse_args() -> Result<Args, String> {
         }
         if flag == "--expect-locality" {
             a.expect = true;
+            continue;
+        }
+        if flag == "--stats" {
+            a.stats = true;
             continue;
         }
         if flag == "-h" || flag == "--help" {
@@ -236,18 +246,30 @@ fn health_sequential(args: &Args, nodes: &[NodeId]) -> u64 {
 fn health_parallel(pool: &ThreadPool, args: &Args, nodes: &[NodeId]) -> (u64, f64) {
     let mut villages = health_villages(args, nodes);
     let leaving: Vec<AtomicU64> = villages.iter().map(|_| AtomicU64::new(0)).collect();
+    let mut children = vec![Vec::new(); villages.len()];
+    for (i, v) in villages.iter().enumerate() {
+        if let Some(p) = v.parent {
+            children[p].push(i);
+        }
+    }
     pool.reset_stats();
     let start = Instant::now();
     for step in 0..args.steps {
-        pool.scope(|s| {
-            for (v, out) in villages.iter_mut().zip(&leaving) {
-                let place = Place::data(&v.patients);
-                let patients = &mut v.patients;
-                s.spawn_on(&place, move |_| {
-                    out.store(village_step(patients, step), Ordering::Relaxed);
-                });
-            }
-        });
+        {
+            // Each task owns its village's patients; a mutex hands them
+            // over (taken once per task, never contended).
+            let cells: Vec<Mutex<&mut NodeVec<u64>>> = villages
+                .iter_mut()
+                .map(|v| Mutex::new(&mut v.patients))
+                .collect();
+            let tree = Tree {
+                cells: &cells,
+                children: &children,
+                leaving: &leaving,
+                step,
+            };
+            pool.scope(|s| tree.spawn(s, 0));
+        }
         let l: Vec<u64> = leaving.iter().map(|a| a.load(Ordering::Relaxed)).collect();
         arrivals(&mut villages, &l);
     }
@@ -256,6 +278,34 @@ fn health_parallel(pool: &ThreadPool, args: &Args, nodes: &[NodeId]) -> (u64, f6
         checksum(villages.iter().flat_map(|v| v.patients.iter())),
         time,
     )
+}
+
+/// One step of the village tree, spawned as in BOTS Health: a village's
+/// task spawns its children's tasks (each placed on the child's data),
+/// then simulates its own village.
+#[derive(Clone, Copy)]
+struct Tree<'a, 'v> {
+    cells: &'a [Mutex<&'v mut NodeVec<u64>>],
+    children: &'a [Vec<usize>],
+    leaving: &'a [AtomicU64],
+    step: usize,
+}
+
+impl<'a, 'v> Tree<'a, 'v> {
+    fn patients(&self, v: usize) -> MutexGuard<'a, &'v mut NodeVec<u64>> {
+        self.cells[v].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn spawn(self, s: &Scope<'a>, v: usize) {
+        let place = Place::data(&self.patients(v));
+        s.spawn_on(&place, move |s| {
+            for &c in &self.children[v] {
+                self.spawn(s, c);
+            }
+            let out = village_step(&mut self.patients(v), self.step);
+            self.leaving[v].store(out, Ordering::Relaxed);
+        });
+    }
 }
 
 // -------------------------------------------------------------------- heat
@@ -433,6 +483,11 @@ fn main() {
                 "locality workload={name} policy={policy} nodes={} ratio={ratio:.3} time_s={time:.3}",
                 nodes.len()
             );
+            if args.stats {
+                for line in stats.to_string().lines() {
+                    println!("  {line}");
+                }
+            }
             // Strict placement is exact. Hints depend on timing: a node
             // whose workers all run lets others take its tasks, and in the
             // emulated guest (8 vCPUs on 2 host cores) nodes fall behind

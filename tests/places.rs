@@ -399,6 +399,71 @@ fn bad_node_and_worker_indices_are_typed_errors() {
     }
 }
 
+/// A place made by another pool: `try_spawn_on` refuses it and spawns
+/// nothing; `spawn_on` runs the task unplaced and counts it, under every
+/// policy (strict included: it cannot wait for a worker that does not
+/// exist).
+#[test]
+fn places_of_another_pool_are_refused_or_counted() {
+    let big = pool(described(4, 2), Policy::Locality, Distribution::SharedQueue);
+    let worker_place = big.worker(7).unwrap();
+    let node_place = big.node(3).unwrap().strict();
+    for &policy in Policy::ALL {
+        let small = pool(described(2, 1), policy, Distribution::SharedQueue);
+        let ran = AtomicUsize::new(0);
+        small.scope(|s| {
+            match s.try_spawn_on(&worker_place, |_| {
+                ran.fetch_add(1, Ordering::Relaxed);
+            }) {
+                Err(
+                    e @ PlaceError::WorkerOutOfRange {
+                        index: 7,
+                        workers: 2,
+                    },
+                ) => assert!(e.to_string().contains("worker index 7"), "{e}"),
+                other => panic!("{policy}: worker 7 of a 2-worker pool: {other:?}"),
+            }
+            match s.try_spawn_on(&node_place, |_| {
+                ran.fetch_add(1, Ordering::Relaxed);
+            }) {
+                Err(e @ PlaceError::NodeNotInPool { nodes: 2, .. }) => {
+                    assert!(e.to_string().contains("node3"), "{e}")
+                }
+                other => panic!("{policy}: node 3 in a 2-node pool: {other:?}"),
+            }
+        });
+        assert_eq!(
+            ran.load(Ordering::Relaxed),
+            0,
+            "{policy}: a refused place ran"
+        );
+        assert_eq!(small.stats().unroutable, 0, "{policy}");
+        let (worker_place, node_place) = (worker_place.clone(), node_place.clone());
+        within(30, "unroutable places", move || {
+            let ran = AtomicUsize::new(0);
+            small.scope(|s| {
+                for _ in 0..10 {
+                    s.spawn_on(&worker_place, |_| {
+                        ran.fetch_add(1, Ordering::Relaxed);
+                    });
+                    s.spawn_on(&node_place, |_| {
+                        ran.fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+            });
+            let (tx, rx) = mpsc::channel();
+            small.spawn_on(&worker_place, move || tx.send(()).unwrap());
+            rx.recv().unwrap();
+            assert_eq!(ran.load(Ordering::Relaxed), 20, "{policy}");
+            let stats = small.stats();
+            assert_eq!(stats.unroutable, 21, "{policy}: {stats}");
+            assert!(stats.to_string().contains("21 with a place"), "{stats}");
+            small.reset_stats();
+            assert_eq!(small.stats().unroutable, 0);
+        });
+    }
+}
+
 #[test]
 fn declared_data_gives_the_locality_ratio() {
     let run = |policy| {

@@ -180,9 +180,9 @@ impl From<NumaError> for Error {
 impl From<PlaceError> for Error {
     fn from(e: PlaceError) -> Error {
         let code = match &e {
-            PlaceError::NodeOutOfRange { .. } | PlaceError::NoWorkerOnNode { .. } => {
-                TerroirError::InvalidNode
-            }
+            PlaceError::NodeOutOfRange { .. }
+            | PlaceError::NoWorkerOnNode { .. }
+            | PlaceError::NodeNotInPool { .. } => TerroirError::InvalidNode,
             PlaceError::WorkerOutOfRange { .. } => TerroirError::InvalidWorker,
             PlaceError::Numa(inner) => numa_code(inner),
         };

@@ -39,6 +39,15 @@ pub enum PlaceError {
         /// How many workers the pool has (valid: `0..workers`).
         workers: usize,
     },
+    /// A node that is not in this pool's topology: the place was made for
+    /// another pool, or its data lives on a node this topology does not
+    /// describe.
+    NodeNotInPool {
+        /// The node the place names.
+        node: NodeId,
+        /// How many nodes the pool's topology has.
+        nodes: usize,
+    },
     /// The location query behind [`Place::slice`] failed.
     Numa(NumaError),
 }
@@ -61,6 +70,11 @@ impl fmt::Display for PlaceError {
                 f,
                 "worker index {index} is out of range: the pool has {workers} worker(s) \
                  (valid indices 0..{workers})"
+            ),
+            PlaceError::NodeNotInPool { node, nodes } => write!(
+                f,
+                "{node} is not a node of this pool's topology ({nodes} node(s)): the place \
+                 was made for another pool or topology"
             ),
             PlaceError::Numa(e) => write!(f, "locating the data failed: {e}"),
         }

@@ -394,11 +394,41 @@ impl ThreadPool {
     /// let local = vec![1, 2, 3];
     /// pool.spawn_on(&place, || println!("{:?}", local)); // `local` is borrowed
     /// ```
+    ///
+    /// A place this pool cannot honour (made by another pool: a worker
+    /// index beyond this pool's workers, a node outside its topology) is
+    /// counted in [`PoolStats::unroutable`] and the job runs as an unplaced
+    /// one; [`try_spawn_on`](Self::try_spawn_on) refuses it instead.
     pub fn spawn_on<OP>(&self, place: &Place, op: OP)
     where
         OP: FnOnce() + Send + 'static,
     {
         self.registry.spawn_static_placed(place, op)
+    }
+
+    /// [`spawn_on`](Self::spawn_on), or an error (and nothing spawned) when
+    /// this pool cannot honour `place`.
+    ///
+    /// ```
+    /// use terroir::{PlaceError, ThreadPoolBuilder};
+    /// let big = ThreadPoolBuilder::new().num_threads(4).pin(false).build().unwrap();
+    /// let small = ThreadPoolBuilder::new().num_threads(2).pin(false).build().unwrap();
+    /// let place = big.worker(3).unwrap(); // a place of `big`, not of `small`
+    /// let err = small.try_spawn_on(&place, || {}).unwrap_err();
+    /// assert!(matches!(err, PlaceError::WorkerOutOfRange { index: 3, workers: 2 }));
+    /// ```
+    ///
+    /// # Errors
+    /// [`PlaceError::WorkerOutOfRange`] for a worker place beyond this
+    /// pool's workers; [`PlaceError::NodeNotInPool`] for a node (or a data
+    /// place's node) that is not in this pool's topology.
+    pub fn try_spawn_on<OP>(&self, place: &Place, op: OP) -> Result<(), PlaceError>
+    where
+        OP: FnOnce() + Send + 'static,
+    {
+        self.registry.check_place(place)?;
+        self.registry.spawn_static_placed(place, op);
+        Ok(())
     }
 
     /// A place on node `index` of this pool's [topology](Self::topology)

@@ -2,7 +2,7 @@
 //! the worker threads' main loop.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread;
 
@@ -11,7 +11,7 @@ use crossbeam_utils::CachePadded;
 
 use super::job::{HeapJob, JobRef, StackJob};
 use super::latch::{CoreLatch, LockLatch};
-use super::place::{self, Access, Place};
+use super::place::{self, Access, Place, PlaceError};
 use super::policy::{Policy, Seat, StealPlan, Target};
 use super::pool::{PanicHandler, ThreadPoolBuildError, ThreadPoolBuilder};
 use super::record::{
@@ -127,6 +127,9 @@ pub(crate) struct Registry {
     /// node index of each OS CPU number, for injection from outside.
     cpu_node: Vec<Option<usize>>,
     inject_round_robin: AtomicUsize,
+    /// Placed spawns whose place this pool cannot honour (see
+    /// [`Registry::check_place`]).
+    unroutable: AtomicU64,
     /// 1 for the pool handle + 1 per outstanding global spawn.
     terminate_count: AtomicUsize,
     terminating: AtomicBool,
@@ -339,6 +342,7 @@ impl Registry {
             policy: config.policy,
             cpu_node,
             inject_round_robin: AtomicUsize::new(0),
+            unroutable: AtomicU64::new(0),
             terminate_count: AtomicUsize::new(1),
             terminating: AtomicBool::new(false),
             panic_handler: config.panic_handler,
@@ -502,10 +506,48 @@ impl Registry {
         &self.node_workers[node]
     }
 
-    /// Resolves `place` against this pool, from the current thread.
+    /// Whether this pool can honour `place`: a worker place names one of
+    /// its workers, a node place (or a data place's node) a node of its
+    /// topology. A place made by another pool may not.
+    pub(crate) fn check_place(&self, place: &Place) -> Result<(), PlaceError> {
+        match place.target {
+            place::Target::Worker(index) if index >= self.workers.len() => {
+                Err(PlaceError::WorkerOutOfRange {
+                    index,
+                    workers: self.workers.len(),
+                })
+            }
+            place::Target::Node(node) if self.topology.node_index(node).is_none() => {
+                Err(PlaceError::NodeNotInPool {
+                    node,
+                    nodes: self.topology.nodes().len(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts a place that fails [`check_place`](Self::check_place) and
+    /// routes its task as an unplaced one.
+    #[cold]
+    fn unroutable(&self) -> Route {
+        self.unroutable.fetch_add(1, Ordering::Relaxed);
+        Route::Local
+    }
+
+    /// Resolves `place` against this pool, from the current thread: where
+    /// a task spawned at it goes. A place that fails
+    /// [`check_place`](Self::check_place) is counted in the statistics
+    /// (`PoolStats::unroutable`) and the task goes where an unplaced one
+    /// would (under every policy, so that policies compare alike). The
+    /// placing policies find such places in the match below, without a
+    /// second lookup.
     pub(crate) fn route(&self, place: &Place) -> Route {
         if !self.policy.honours_places() {
-            return Route::Local;
+            return match self.check_place(place) {
+                Ok(()) => Route::Local,
+                Err(_) => self.unroutable(),
+            };
         }
         let strict = place.strict || self.policy == Policy::StrictLocality;
         let here =
@@ -517,12 +559,12 @@ impl Registry {
                     node: self.redirect[n],
                     strict,
                 },
-                None => Route::Local,
+                None => self.unroutable(),
             },
             place::Target::Worker(w) if w < self.workers.len() => {
                 Route::Worker { worker: w, strict }
             }
-            place::Target::Worker(_) => Route::Local,
+            place::Target::Worker(_) => self.unroutable(),
             place::Target::After(key) => {
                 match self.recent[key as usize % RECENT_SLOTS].load(Ordering::Relaxed) {
                     0 => Route::Local,
@@ -719,11 +761,13 @@ impl Registry {
             }
         }
         out.steals_remote = remote_by_distance.into_iter().collect();
+        out.unroutable = self.unroutable.load(Ordering::Relaxed);
         out
     }
 
     /// Zeroes the statistics.
     pub(crate) fn reset_stats(&self) {
+        self.unroutable.store(0, Ordering::Relaxed);
         for info in &self.workers {
             info.stats.reset();
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::job::{halt_unwinding, HeapJob};
 use super::latch::{CoreLatch, CountLatch, CountLatchKind, Latch, LockLatch};
-use super::place::Place;
+use super::place::{Place, PlaceError};
 use super::registry::{global_registry, Registry, WorkerThread};
 
 /// A scope in which tasks borrowing from the enclosing stack frame can be
@@ -244,6 +244,12 @@ impl<'scope> Scope<'scope> {
     ///     s.spawn_on(&place, |_| total += 2);
     /// });
     /// ```
+    ///
+    /// A place this pool cannot honour (made by another pool: a worker
+    /// index beyond this pool's workers, a node outside its topology) is
+    /// counted in [`PoolStats::unroutable`](crate::PoolStats::unroutable)
+    /// and the task runs as an unplaced one;
+    /// [`try_spawn_on`](Self::try_spawn_on) refuses it instead.
     pub fn spawn_on<BODY>(&self, place: &Place, body: BODY)
     where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
@@ -263,6 +269,40 @@ impl<'scope> Scope<'scope> {
             self.registry.frame_node(route),
             |registry, job| registry.push_routed(route, job),
         );
+    }
+
+    /// [`spawn_on`](Self::spawn_on), or an error (and nothing spawned) when
+    /// the scope's pool cannot honour `place`.
+    ///
+    /// ```
+    /// use terroir::numa::Topology;
+    /// use terroir::{PlaceError, ThreadPoolBuilder};
+    /// // A place on node 3 of a described four-node machine, used in a
+    /// // pool on a two-node one.
+    /// let four = Topology::builder().nodes(4).build().unwrap();
+    /// let two = Topology::builder().nodes(2).build().unwrap();
+    /// let big = ThreadPoolBuilder::new().topology(four).pin(false).build().unwrap();
+    /// let small = ThreadPoolBuilder::new().topology(two).pin(false).build().unwrap();
+    /// let place = big.node(3).unwrap();
+    /// small.scope(|s| {
+    ///     let err = s.try_spawn_on(&place, |_| {}).unwrap_err();
+    ///     assert!(matches!(err, PlaceError::NodeNotInPool { nodes: 2, .. }));
+    ///     s.spawn_on(&place, |_| {}); // runs, as an unplaced task
+    /// });
+    /// assert_eq!(small.stats().unroutable, 1);
+    /// ```
+    ///
+    /// # Errors
+    /// [`PlaceError::WorkerOutOfRange`] for a worker place beyond the
+    /// pool's workers; [`PlaceError::NodeNotInPool`] for a node (or a data
+    /// place's node) that is not in the pool's topology.
+    pub fn try_spawn_on<BODY>(&self, place: &Place, body: BODY) -> Result<(), PlaceError>
+    where
+        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        self.registry.check_place(place)?;
+        self.spawn_on(place, body);
+        Ok(())
     }
 
     /// Spawns `body` on the shared queue of node `node` (an index into the

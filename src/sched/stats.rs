@@ -92,6 +92,13 @@ pub struct PoolStats {
     pub declared_bytes: u64,
     /// Of those, bytes on the node that ran the task.
     pub local_bytes: u64,
+    /// Placed tasks whose place this pool cannot honour: a worker index
+    /// beyond its workers, or a node outside its topology (a place made
+    /// for another pool). They ran as unplaced tasks; `try_spawn_on`
+    /// ([`Scope::try_spawn_on`](crate::Scope::try_spawn_on),
+    /// [`ThreadPool::try_spawn_on`](crate::ThreadPool::try_spawn_on))
+    /// refuses such places with an error instead.
+    pub unroutable: u64,
 }
 
 impl PoolStats {
@@ -129,6 +136,13 @@ impl fmt::Display for PoolStats {
             write!(f, " {c}@{d}")?;
         }
         write!(f, "; pushed {}", self.pushed)?;
+        if self.unroutable > 0 {
+            write!(
+                f,
+                "; {} with a place this pool cannot honour",
+                self.unroutable
+            )?;
+        }
         match self.locality_ratio() {
             Some(r) => write!(
                 f,
