@@ -6,7 +6,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use terroir::numa::Topology;
@@ -561,5 +561,49 @@ fn deque_order_decides_which_spawned_task_runs_first() {
         });
         assert_eq!(ran.into_inner().unwrap(), want, "{order:?}");
         assert_eq!(order.name(), format!("{order:?}").to_lowercase());
+    }
+}
+
+/// Lost wake-up regression (seen in the 4-node guest): n jobs spawned from
+/// one worker, each waiting until all n have started. Every job needs its
+/// own worker, so the sleepers must all be woken while the spawner is busy
+/// with the first job. A searcher that registered to sleep and then took a
+/// job in its last look used to stop counting as a searcher without waking
+/// anyone; the remaining jobs then sat in the spawner's deque.
+#[test]
+fn n_jobs_that_wait_for_each_other_get_n_workers() {
+    let patience = Duration::from_secs(10);
+    for round in 0..400 {
+        let n = [8, 16][round % 2];
+        // A fresh pool half of the time: its workers are starting, searching
+        // and parking while the jobs arrive, as in the guest test.
+        let pool = terroir::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap();
+        for _ in 0..3 {
+            let started = AtomicUsize::new(0);
+            let deadline = Instant::now() + patience;
+            let late = AtomicUsize::new(0);
+            pool.scope(|s| {
+                for _ in 0..n {
+                    s.spawn(|_| {
+                        started.fetch_add(1, Ordering::SeqCst);
+                        while started.load(Ordering::SeqCst) < n {
+                            if Instant::now() > deadline {
+                                late.fetch_add(1, Ordering::SeqCst);
+                                return;
+                            }
+                            std::thread::sleep(Duration::from_micros(50));
+                        }
+                    });
+                }
+            });
+            assert_eq!(
+                late.load(Ordering::SeqCst),
+                0,
+                "round {round}: {n} jobs did not all start on {n} workers within {patience:?}"
+            );
+        }
     }
 }

@@ -17,7 +17,7 @@ use super::pool::{PanicHandler, ThreadPoolBuildError, ThreadPoolBuilder};
 use super::record::{
     self, Label, Owner, PoolRecorder, RecordError, RecordOptions, Recording, Slot, WorkerRec,
 };
-use super::sleep::{Sleep, Wake};
+use super::sleep::{LastLook, Sleep, Wake};
 use super::stats::{bump, NodeStats, PoolStats, WorkerStats};
 use crate::numa::{self, CpuSet, Topology};
 
@@ -1269,18 +1269,23 @@ impl WorkerThread {
                 .park(self.index, self.searching.replace(false), || {
                     if let Some(l) = latch {
                         if !l.get_sleepy() {
-                            return true;
+                            return LastLook::StayAwake;
                         }
                     }
                     found = self.find_work_timed(search);
-                    let stay = found.is_some()
-                        || (latch.is_none() && reg.terminating.load(Ordering::SeqCst));
-                    if stay {
+                    let look = if found.is_some() {
+                        LastLook::TookWork
+                    } else if latch.is_none() && reg.terminating.load(Ordering::SeqCst) {
+                        LastLook::StayAwake
+                    } else {
+                        LastLook::Park
+                    };
+                    if look != LastLook::Park {
                         if let Some(l) = latch {
                             l.wake_up();
                         }
                     }
-                    stay
+                    look
                 });
             if let Some(l) = latch {
                 l.wake_up();

@@ -71,6 +71,17 @@ impl Parker {
     }
 }
 
+/// What a worker about to park saw in its last look at the queues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LastLook {
+    /// Nothing: park.
+    Park,
+    /// It took a job: stay awake and run it.
+    TookWork,
+    /// Another reason to stay awake (its latch was set, termination).
+    StayAwake,
+}
+
 /// The sleep state of a pool.
 pub(crate) struct Sleep {
     /// Low 32 bits: searching workers; high 32 bits: sleeping workers.
@@ -253,18 +264,26 @@ impl Sleep {
         }
     }
 
-    /// Parks worker `w` unless `should_stay_awake` (called after the worker
-    /// is registered as sleeping) says there is a reason not to. `searching`
+    /// Parks worker `w` unless `last_look` (called after the worker is
+    /// registered as sleeping) says there is a reason not to. `searching`
     /// says whether `w` currently counts as a searcher; it stops counting.
     ///
     /// Returns how the worker was woken, or `None` if it did not park and
     /// nobody woke it. With `Some(Wake::AsSearcher)` the worker counts as a
-    /// searcher again.
+    /// searcher again (and must hand over with
+    /// [`Sleep::stop_searching_found_work`] if it took work).
+    ///
+    /// With [`LastLook::TookWork`] and `None` returned, the worker has
+    /// stopped counting as a searcher *and* took work, so it hands over
+    /// here: if nobody searches while somebody sleeps, one sleeper is woken.
+    /// Without this, a searcher that found work while this worker still
+    /// counted (and so woke nobody) and this worker's registration would
+    /// together leave the remaining work with no one looking for it.
     pub(crate) fn park(
         &self,
         w: usize,
         searching: bool,
-        should_stay_awake: impl FnOnce() -> bool,
+        last_look: impl FnOnce() -> LastLook,
     ) -> Option<Wake> {
         {
             let mut idle = lock(&self.idle);
@@ -278,7 +297,8 @@ impl Sleep {
             self.state.fetch_add(delta, Ordering::SeqCst);
         }
         fence(Ordering::SeqCst);
-        if should_stay_awake() {
+        let look = last_look();
+        if look != LastLook::Park {
             let still_idle = {
                 let mut idle = lock(&self.idle);
                 let list = &mut idle[self.worker_node[w]];
@@ -292,6 +312,14 @@ impl Sleep {
                 }
             };
             if still_idle {
+                if look == LastLook::TookWork {
+                    // SeqCst: ordered after our own RMWs above, as the
+                    // producer's fence orders its push before its read.
+                    let s = self.state.load(Ordering::SeqCst);
+                    if self::searching(s) == 0 && sleeping(s) > 0 {
+                        self.wake_one(self.worker_node[w]);
+                    }
+                }
                 return None;
             }
             // Someone already took us off the idle list and is about to
@@ -329,7 +357,7 @@ mod tests {
     fn new_work_wakes_a_sleeper_of_the_preferred_node_as_searcher() {
         let sleep = Arc::new(Sleep::new(vec![0, 1, 1], 2));
         let s2 = Arc::clone(&sleep);
-        let t = std::thread::spawn(move || s2.park(2, false, || false));
+        let t = std::thread::spawn(move || s2.park(2, false, || LastLook::Park));
         while sleep.counts().1 == 0 {
             std::thread::yield_now();
         }
@@ -343,7 +371,7 @@ mod tests {
         let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
         assert!(sleep.try_start_searching());
         let s2 = Arc::clone(&sleep);
-        let t = std::thread::spawn(move || s2.park(1, false, || false));
+        let t = std::thread::spawn(move || s2.park(1, false, || LastLook::Park));
         while sleep.counts().1 == 0 {
             std::thread::yield_now();
         }
@@ -358,8 +386,49 @@ mod tests {
     fn staying_awake_undoes_the_registration() {
         let sleep = Sleep::new(vec![0], 1);
         assert!(sleep.try_start_searching());
-        assert_eq!(sleep.park(0, true, || true), None);
+        assert_eq!(sleep.park(0, true, || LastLook::StayAwake), None);
         assert_eq!(sleep.counts(), (0, 0));
+    }
+
+    #[test]
+    fn a_searcher_that_takes_work_in_its_last_look_hands_over() {
+        // Workers 0 and 1 search, worker 2 sleeps. Worker 0 finds work
+        // while worker 1 still counts, so it wakes nobody; worker 1 then
+        // registers to park and takes work in its last look. Somebody must
+        // still be looking for the rest: worker 1 wakes worker 2.
+        let sleep = Arc::new(Sleep::new(vec![0, 0, 0], 1));
+        let s2 = Arc::clone(&sleep);
+        let t = std::thread::spawn(move || s2.park(2, false, || LastLook::Park));
+        while sleep.counts().1 == 0 {
+            std::thread::yield_now();
+        }
+        assert!(sleep.try_start_searching());
+        assert!(sleep.try_start_searching());
+        sleep.stop_searching_found_work(0);
+        assert_eq!(sleep.counts(), (1, 1), "worker 1 still searches");
+        assert_eq!(sleep.park(1, true, || LastLook::TookWork), None);
+        let handed_over = sleep.counts();
+        if handed_over != (1, 0) {
+            sleep.wake_all(); // do not leave worker 2 parked for ever
+        }
+        assert_eq!(handed_over, (1, 0), "worker 2 searches in its place");
+        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+    }
+
+    #[test]
+    fn staying_awake_for_work_wakes_nobody_while_someone_searches() {
+        let sleep = Arc::new(Sleep::new(vec![0, 0, 0], 1));
+        let s2 = Arc::clone(&sleep);
+        let t = std::thread::spawn(move || s2.park(2, false, || LastLook::Park));
+        while sleep.counts().1 == 0 {
+            std::thread::yield_now();
+        }
+        assert!(sleep.try_start_searching());
+        assert!(sleep.try_start_searching());
+        assert_eq!(sleep.park(1, true, || LastLook::TookWork), None);
+        assert_eq!(sleep.counts(), (1, 1), "worker 0 still searches");
+        sleep.wake_all();
+        assert_eq!(t.join().unwrap(), Some(Wake::Plain));
     }
 
     #[test]
@@ -368,7 +437,7 @@ mod tests {
         let threads: Vec<_> = (0..3)
             .map(|w| {
                 let s = Arc::clone(&sleep);
-                std::thread::spawn(move || s.park(w, false, || false))
+                std::thread::spawn(move || s.park(w, false, || LastLook::Park))
             })
             .collect();
         while sleep.counts().1 < 3 {
