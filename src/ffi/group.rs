@@ -166,6 +166,8 @@ enum Queued {
     Later(CTask, Place),
     /// Started with a `'static` job; the wait claims it if that job has not.
     Started(Arc<Started>),
+    /// Handed to the wait's scope already (see `Group::scope_batch`).
+    Taken,
 }
 
 struct GroupState {
@@ -386,12 +388,27 @@ impl Group {
     }
 
     /// `run_batch` on a worker of the pool; `here` is the waiter's frame.
-    fn scope_batch(&self, batch: Vec<Queued>, here: CtxPtr) {
+    ///
+    /// Placed tasks and claims are spawned into the scope first (a place
+    /// needs a spawn to be honoured). The tasks with no place are then run
+    /// by a tree of `join`s inside the scope's body: a join branch costs a
+    /// few nanoseconds where a spawned job costs an allocation and a deque
+    /// round trip, and an idle worker still takes half of what is left.
+    /// Their frames name the scope, so what they spawn into the group goes
+    /// into it as before.
+    fn scope_batch(&self, mut batch: Vec<Queued>, here: CtxPtr) {
         crate::scope(|s| {
-            for q in batch {
+            for q in &mut batch {
                 match q {
-                    Queued::Later(task, place) => self.spawn_in(s, task, &place, here),
-                    Queued::Started(started) => {
+                    Queued::Later(_, place) if place.is_plain() => {}
+                    Queued::Later(task, place) => {
+                        self.spawn_in(s, *task, place, here);
+                        *q = Queued::Taken;
+                    }
+                    Queued::Started(_) => {
+                        let Queued::Started(started) = std::mem::replace(q, Queued::Taken) else {
+                            unreachable!("matched Started above");
+                        };
                         let group = GroupPtr(self);
                         let place = started.place.clone();
                         s.spawn_on(&place, move |s| {
@@ -400,9 +417,28 @@ impl Group {
                             }
                         });
                     }
+                    Queued::Taken => {}
                 }
             }
+            self.join_batch(&batch, s, here);
         });
+    }
+
+    /// Runs the plain `Later` tasks of `batch` in the scope `s` (the wait's)
+    /// by halving the slice with `join`.
+    fn join_batch(&self, batch: &[Queued], s: &Scope<'_>, here: CtxPtr) {
+        match batch {
+            [] => {}
+            [Queued::Later(task, _)] => GroupPtr(self).run(*task, s, here),
+            [_] => {}
+            _ => {
+                let (a, b) = batch.split_at(batch.len() / 2);
+                crate::join(
+                    || self.join_batch(a, s, here),
+                    || self.join_batch(b, s, here),
+                );
+            }
+        }
     }
 }
 

@@ -190,6 +190,12 @@ impl Place {
         Place::new(Target::Anywhere)
     }
 
+    /// No preference and no declared data: running the task anywhere, by
+    /// any means (a `join` branch, say), loses nothing a spawn would keep.
+    pub(crate) fn is_plain(&self) -> bool {
+        self.target == Target::Anywhere && self.data.is_empty()
+    }
+
     /// The node of a placed vector (no system call), declaring its bytes.
     /// An interleaved or blocked vector has no single home: the task gets
     /// no node preference, but its bytes still count in the statistics.
