@@ -16,6 +16,9 @@ filter, --nocapture, ...) after the default --test-threads=1.
 options:
   --nodes N         2 (default: 4 CPUs, 2 x 1 GiB) or 4 (8 CPUs, 4 x 512 MiB)
   --example NAME    run `examples/NAME.rs` instead of the tests (release build)
+  --cpus-per-node N 2 (default) or 1; 1 only with --example (the tests expect
+                    the default layout). Fewer vCPUs share the host's cores,
+                    so the emulated CPUs progress more evenly
   --release         build the tests in release mode too
   --timeout SECS    kill the guest after SECS seconds (default 300, or
                     $TERROIR_VM_TIMEOUT); a timeout counts as a failure
@@ -35,6 +38,7 @@ EOF
 }
 
 NODES=2
+CPN=2
 EXAMPLE=""
 RELEASE=0
 TIMEOUT="${TERROIR_VM_TIMEOUT:-300}"
@@ -64,6 +68,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --nodes) [ $# -ge 2 ] || fail "--nodes needs a value"; NODES="$2"; shift 2 ;;
         --nodes=*) NODES="${1#*=}"; shift ;;
+        --cpus-per-node) [ $# -ge 2 ] || fail "--cpus-per-node needs a value"; CPN="$2"; shift 2 ;;
+        --cpus-per-node=*) CPN="${1#*=}"; shift ;;
         --example) [ $# -ge 2 ] || fail "--example needs a name"; EXAMPLE="$2"; shift 2 ;;
         --example=*) EXAMPLE="${1#*=}"; shift ;;
         --timeout) [ $# -ge 2 ] || fail "--timeout needs a value"; TIMEOUT="$2"; shift 2 ;;
@@ -77,6 +83,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 case "$NODES" in 2|4) ;; *) fail "--nodes must be 2 or 4 (got '$NODES')" ;; esac
+case "$CPN" in 1|2) ;; *) fail "--cpus-per-node must be 1 or 2 (got '$CPN')" ;; esac
+if [ "$CPN" != 2 ] && [ -z "$EXAMPLE" ]; then
+    fail "--cpus-per-node $CPN needs --example: tests/numa_guest.rs expects 2 CPUs per node"
+fi
 case "$TIMEOUT" in ''|*[!0-9]*) fail "--timeout must be a number of seconds" ;; esac
 if [ -n "$EXAMPLE" ]; then RELEASE=1; fi
 
@@ -286,26 +296,31 @@ for a in "${guest_args[@]}"; do printf '%s\n' "$a" >> "$root/guest.args"; done
 # --------------------------------------------------------------------- QEMU
 
 # Keep in step with expected_layout() in tests/numa_guest.rs.
+node_cpus() {
+    if [ "$CPN" = 1 ]; then echo "$1"; else echo "$((2 * $1))-$((2 * $1 + 1))"; fi
+}
 qemu_numa=()
 case "$NODES" in
     2)
-        # node n = CPUs 2n-2n+1 (one socket each), 1 GiB each; no `-numa dist`
-        # (Linux then uses 10 local / 20 remote).
-        SMP="4,sockets=2,cores=2,threads=1"
+        # node n = CPUs 2n-2n+1 (one socket each; CPU n with
+        # --cpus-per-node 1), 1 GiB each; no `-numa dist` (Linux then uses
+        # 10 local / 20 remote).
+        SMP="$((2 * CPN)),sockets=2,cores=$CPN,threads=1"
         MEM=2G
         for n in 0 1; do
             qemu_numa+=(-object "memory-backend-ram,id=m$n,size=1G"
-                        -numa "node,nodeid=$n,cpus=$((2 * n))-$((2 * n + 1)),memdev=m$n")
+                        -numa "node,nodeid=$n,cpus=$(node_cpus "$n"),memdev=m$n")
         done
         ;;
     4)
-        # node n = CPUs 2n-2n+1 (one socket each), 512 MiB each; nodes 0-1
-        # and 2-3 are pairs at distance 16, 32 across the pairs.
-        SMP="8,sockets=4,cores=2,threads=1"
+        # node n = CPUs 2n-2n+1 (one socket each; CPU n with
+        # --cpus-per-node 1), 512 MiB each; nodes 0-1 and 2-3 are pairs at
+        # distance 16, 32 across the pairs.
+        SMP="$((4 * CPN)),sockets=4,cores=$CPN,threads=1"
         MEM=2G
         for n in 0 1 2 3; do
             qemu_numa+=(-object "memory-backend-ram,id=m$n,size=512M"
-                        -numa "node,nodeid=$n,cpus=$((2 * n))-$((2 * n + 1)),memdev=m$n")
+                        -numa "node,nodeid=$n,cpus=$(node_cpus "$n"),memdev=m$n")
         done
         for a in 0 1 2 3; do
             for b in 0 1 2 3; do
@@ -324,7 +339,7 @@ qemu=(qemu-system-x86_64 -accel tcg -machine q35 -m "$MEM" -smp "$SMP" "${qemu_n
       -kernel "$KERNEL" -initrd "$WORK/initrd.gz" -append "$append"
       -display none -monitor none -serial stdio -no-reboot -nodefaults)
 vlog "${qemu[*]}"
-log "booting $NODES-node guest ($KERNEL_PKG, timeout ${TIMEOUT}s)"
+log "booting $NODES-node guest, $CPN CPUs per node ($KERNEL_PKG, timeout ${TIMEOUT}s)"
 
 CONSOLE="$WORK/console.log"
 boot_start=$SECONDS
