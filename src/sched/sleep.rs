@@ -273,10 +273,10 @@ impl Sleep {
     /// searcher again (and must hand over with
     /// [`Sleep::stop_searching_found_work`] if it took work).
     ///
-    /// With [`LastLook::TookWork`] and `None` returned, the worker has
-    /// stopped counting as a searcher *and* took work, so it hands over
-    /// here: if nobody searches while somebody sleeps, one sleeper is woken.
-    /// Without this, a searcher that found work while this worker still
+    /// With [`LastLook::TookWork`] and `None` or `Some(Wake::Plain)`
+    /// returned, the worker has stopped counting as a searcher *and* took
+    /// work, so it hands over here: if nobody searches while somebody
+    /// sleeps, one sleeper is woken. Without this, a searcher that found work while this worker still
     /// counted (and so woke nobody) and this worker's registration would
     /// together leave the remaining work with no one looking for it.
     pub(crate) fn park(
@@ -313,19 +313,32 @@ impl Sleep {
             };
             if still_idle {
                 if look == LastLook::TookWork {
-                    // SeqCst: ordered after our own RMWs above, as the
-                    // producer's fence orders its push before its read.
-                    let s = self.state.load(Ordering::SeqCst);
-                    if self::searching(s) == 0 && sleeping(s) > 0 {
-                        self.wake_one(self.worker_node[w]);
-                    }
+                    self.hand_over(self.worker_node[w]);
                 }
                 return None;
             }
             // Someone already took us off the idle list and is about to
             // unpark us: consume that wake-up so accounting stays exact.
+            let wake = self.parkers[w].park();
+            if look == LastLook::TookWork && wake == Wake::Plain {
+                // Woken for its latch, not counted as a searcher: the caller
+                // will not hand over, so we do (as above).
+                self.hand_over(self.worker_node[w]);
+            }
+            return Some(wake);
         }
         Some(self.parkers[w].park())
+    }
+
+    /// A worker that stopped counting as a searcher took work: if nobody
+    /// searches while somebody sleeps, wake one (see [`Sleep::park`]).
+    fn hand_over(&self, node: usize) {
+        // SeqCst: ordered after the caller's own RMWs of the word, as the
+        // producer's fence orders its push before its read.
+        let s = self.state.load(Ordering::SeqCst);
+        if searching(s) == 0 && sleeping(s) > 0 {
+            self.wake_one(node);
+        }
     }
 
     /// (searching, sleeping) counts, for tests and statistics.
@@ -407,6 +420,33 @@ mod tests {
         sleep.stop_searching_found_work(0);
         assert_eq!(sleep.counts(), (1, 1), "worker 1 still searches");
         assert_eq!(sleep.park(1, true, || LastLook::TookWork), None);
+        let handed_over = sleep.counts();
+        if handed_over != (1, 0) {
+            sleep.wake_all(); // do not leave worker 2 parked for ever
+        }
+        assert_eq!(handed_over, (1, 0), "worker 2 searches in its place");
+        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+    }
+
+    #[test]
+    fn a_searcher_woken_for_its_latch_while_taking_work_hands_over() {
+        // As above, but a latch setter takes worker 1 off the idle list
+        // (a plain wake-up) during its last look: it is not counted as a
+        // searcher, so its caller will not hand over; park must.
+        let sleep = Arc::new(Sleep::new(vec![0, 0, 0], 1));
+        let s2 = Arc::clone(&sleep);
+        let t = std::thread::spawn(move || s2.park(2, false, || LastLook::Park));
+        while sleep.counts().1 == 0 {
+            std::thread::yield_now();
+        }
+        assert!(sleep.try_start_searching());
+        assert!(sleep.try_start_searching());
+        sleep.stop_searching_found_work(0);
+        let woken = sleep.park(1, true, || {
+            sleep.wake_specific(1);
+            LastLook::TookWork
+        });
+        assert_eq!(woken, Some(Wake::Plain));
         let handed_over = sleep.counts();
         if handed_over != (1, 0) {
             sleep.wake_all(); // do not leave worker 2 parked for ever
