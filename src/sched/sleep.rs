@@ -276,9 +276,10 @@ impl Sleep {
     /// With [`LastLook::TookWork`] and `None` or `Some(Wake::Plain)`
     /// returned, the worker has stopped counting as a searcher *and* took
     /// work, so it hands over here: if nobody searches while somebody
-    /// sleeps, one sleeper is woken. Without this, a searcher that found work while this worker still
-    /// counted (and so woke nobody) and this worker's registration would
-    /// together leave the remaining work with no one looking for it.
+    /// sleeps, one sleeper is woken. Without this, a searcher that found
+    /// work while this worker still counted (and so woke nobody) and this
+    /// worker's registration would together leave the remaining work with
+    /// no one looking for it.
     pub(crate) fn park(
         &self,
         w: usize,
