@@ -9,7 +9,8 @@
 //!   [`Scope::spawn_on`];
 //! - **from another worker of the group's pool**: queued, and started by
 //!   the next `terroir_group_wait`, which runs the queue in a
-//!   [`crate::scope`] on the waiting worker: the waiter runs tasks and
+//!   [`crate::scope`] on the waiting worker (tasks with no place by a tree
+//!   of [`crate::join`]s, placed ones spawned): the waiter runs tasks and
 //!   steals others, so nested groups never block a worker (a blocked
 //!   worker in a nested wait is how task libraries deadlock on small
 //!   pools). `spawn … spawn … wait` code loses little by this: its tasks
