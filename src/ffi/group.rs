@@ -187,6 +187,12 @@ pub(crate) struct Group {
     /// Tasks started from outside the pool and not finished. (Tasks that
     /// run in a wait's scope are counted by the scope.)
     started: AtomicUsize,
+    /// Whether a task was ever spawned into the group. Set by
+    /// [`Group::spawn`], which runs under the group's handle-table slot
+    /// lock, so a check under that lock (or ordered after the spawn) sees
+    /// it: a group that never had a task is idle without a look at its
+    /// state (most groups of a task tree are a leaf's, and empty).
+    used: AtomicBool,
     state: Mutex<GroupState>,
     wake: Condvar,
 }
@@ -234,6 +240,9 @@ impl Group {
     }
 
     fn spawn(self: &Arc<Self>, task: CTask, place: Place) {
+        if !self.used.load(Ordering::Relaxed) {
+            self.used.store(true, Ordering::Relaxed);
+        }
         let here = CtxPtr::current();
         // Inside a task of this group that runs in a wait's scope: spawn
         // into that scope.
@@ -319,13 +328,17 @@ impl Group {
     }
 
     fn is_idle(&self) -> bool {
-        Self::idle(&self.state(), &self.started)
+        !self.used.load(Ordering::Relaxed) || Self::idle(&self.state(), &self.started)
     }
 
     fn wait(self: &Arc<Self>) -> Result<(), Error> {
-        if self.is_idle() {
-            // Nothing to wait for, and the caller cannot be one of the
-            // group's tasks (none is running).
+        // Nothing to wait for, and the caller cannot be one of the group's
+        // tasks (none is running).
+        if !self.used.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut st = self.state();
+        if Self::idle(&st, &self.started) {
             return Ok(());
         }
         let here = CtxPtr::current();
@@ -339,7 +352,8 @@ impl Group {
                 ),
             ));
         }
-        /// Counts a batch done (also if it unwinds) and wakes other waiters.
+        /// Counts a batch done if it unwinds (the normal path does so
+        /// itself, with the lock it takes anyway) and wakes other waiters.
         struct BatchDone<'a>(&'a Group);
         impl Drop for BatchDone<'_> {
             fn drop(&mut self) {
@@ -350,7 +364,6 @@ impl Group {
                 }
             }
         }
-        let mut st = self.state();
         loop {
             if !st.queue.is_empty() {
                 let batch = std::mem::take(&mut st.queue);
@@ -358,8 +371,12 @@ impl Group {
                 drop(st);
                 let done = BatchDone(self);
                 self.run_batch(batch, here);
-                drop(done);
+                std::mem::forget(done);
                 st = self.state();
+                st.batches -= 1;
+                if st.blocked > 0 {
+                    self.wake.notify_all();
+                }
                 continue;
             }
             if Self::idle(&st, &self.started) {
@@ -472,6 +489,7 @@ pub unsafe extern "C" fn terroir_group_create(
             pool,
             handle,
             started: AtomicUsize::new(0),
+            used: AtomicBool::new(false),
             state: Mutex::new(GroupState {
                 queue: Vec::new(),
                 batches: 0,
@@ -566,16 +584,15 @@ pub unsafe extern "C" fn terroir_group_destroy(group: *mut TerroirGroup) -> c_in
             return Err(Error::null("group"));
         }
         let handle = group.addr();
-        // A group with nothing to wait for goes at once (one lookup).
-        if let Some(group) = GROUPS.remove_if(handle, Group::is_idle)? {
-            drop(group);
-            return Ok(());
+        // A group with nothing to wait for goes at once (one lookup); the
+        // others are waited for, then removed once idle (under the slot
+        // lock: a racing thread that spawned between the wait and the
+        // removal makes us wait again).
+        let mut removed = GROUPS.remove_if(handle, Group::is_idle)?;
+        while let Err(group) = removed {
+            group.wait()?;
+            removed = GROUPS.remove_if(handle, Group::is_idle)?;
         }
-        let group = GROUPS.get(handle)?;
-        group.wait()?;
-        GROUPS.remove(handle)?;
-        // Tasks that a racing thread spawned between the wait and the
-        // removal: run them too.
-        group.wait()
+        Ok(())
     })
 }

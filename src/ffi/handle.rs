@@ -234,13 +234,14 @@ impl<T> HandleTable<T> {
     }
 
     /// Removes the object behind `handle` if `pred` holds for it (checked
-    /// under the slot's lock): `Ok(Some(object))`, or `Ok(None)` and the
-    /// handle stays live.
+    /// under the slot's lock): `Ok(Ok(object))`; otherwise the handle stays
+    /// live and the object is returned as a lookup would (`Ok(Err(it))`),
+    /// so that a caller that must wait first needs no second lookup.
     pub(crate) fn remove_if(
         &'static self,
         handle: usize,
         pred: impl FnOnce(&T) -> bool,
-    ) -> Result<Option<Arc<T>>, Error> {
+    ) -> Result<Result<Arc<T>, Arc<T>>, Error> {
         let (index, generation) = Self::decode(handle);
         let slot = self.slot(index).ok_or_else(|| self.invalid(handle))?;
         let (value, reusable) = {
@@ -248,7 +249,7 @@ impl<T> HandleTable<T> {
             match &state.value {
                 Some(v) if state.generation == generation => {
                     if !pred(v) {
-                        return Ok(None);
+                        return Ok(Err(Arc::clone(v)));
                     }
                 }
                 _ => return Err(self.invalid(handle)),
@@ -260,7 +261,7 @@ impl<T> HandleTable<T> {
         if reusable {
             self.put_slot(index);
         }
-        Ok(Some(value))
+        Ok(Ok(value))
     }
 
     /// Removes the object behind `handle` (the caller drops it, outside
