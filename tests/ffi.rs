@@ -377,6 +377,49 @@ fn openmp_twins_compute_the_same() {
     }
 }
 
+/// `examples/c/group_cost.c` (and its libgomp twin, when the compiler has
+/// OpenMP) run and print their costs; under Valgrind, a million-group
+/// program in miniature leaks nothing.
+#[test]
+fn group_cost_programs_run() {
+    fn check(out: &str, runtime: &str) {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("group_cost "))
+            .unwrap_or_else(|| panic!("no group_cost line in {out:?}"));
+        assert_eq!(field(line, "runtime"), runtime, "{line}");
+        assert_eq!(field(line, "tasks"), "3", "{line}");
+        for key in ["empty_ns", "group_ns", "per_task_ns"] {
+            let v: f64 = field(line, key)
+                .parse()
+                .unwrap_or_else(|e| panic!("{key} in {line}: {e}"));
+            assert!(v.is_finite() && v > 0.0, "{line}");
+        }
+    }
+    let exe = compile_shared("group_cost", &["examples/c/group_cost.c"]);
+    let out = stdout(&run(
+        Command::new(&exe).args(["20000", "3", "2"]),
+        Duration::from_secs(60),
+    ));
+    check(&out, "terroir");
+    if let Some(out) = under_valgrind(&exe, &["200", "3", "1"]) {
+        check(&out, "terroir");
+    }
+    let omp = Command::new(cc())
+        .args(["-fopenmp", "-O1", "-o"])
+        .arg(out_dir().join("group_cost_omp"))
+        .arg(root().join("examples/c/group_cost_omp.c"))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if omp {
+        let out = stdout(&run(
+            Command::new(out_dir().join("group_cost_omp")).args(["20000", "3", "2"]),
+            Duration::from_secs(60),
+        ));
+        check(&out, "libgomp");
+    }
+}
+
 #[test]
 fn static_library_links_and_runs() {
     let a = lib_dir().join("libterroir.a").display().to_string();

@@ -13,7 +13,9 @@
 # instead of a call to __tls_get_addr; see examples/c/README.md), unless
 # RUSTFLAGS is set. fib is also built against a join that only calls its
 # two tasks (examples/c/noop_join.c), to separate what the C program costs
-# from what terroir adds.
+# from what terroir adds. group_cost.c and its twin time task groups on
+# one worker (GROUP_REPS groups of GROUP_TASKS no-op tasks, and as many
+# empty groups).
 #
 # Threads: TERROIR_NUM_THREADS and OMP_NUM_THREADS (default: one per CPU,
 # for both). Honours CARGO_TARGET_DIR, CC (terroir builds) and OMP_CC
@@ -26,6 +28,8 @@ NQUEENS_N=${NQUEENS_N:-11}
 HEALTH_LEVELS=${HEALTH_LEVELS:-5}
 HEALTH_STEPS=${HEALTH_STEPS:-100}
 RUNS=${RUNS:-3}
+GROUP_REPS=${GROUP_REPS:-1000000}
+GROUP_TASKS=${GROUP_TASKS:-4}
 CC=${CC:-cc}
 OMP_CC=${OMP_CC:-gcc}
 
@@ -39,7 +43,7 @@ echo "== RUSTFLAGS=\"$RUSTFLAGS\" cargo build --release --lib --example fib_join
 cargo build --quiet --release --lib --example fib_join
 
 echo "== compiling into $OUT"
-for p in fib nqueens health; do
+for p in fib nqueens health group_cost; do
   "$CC" -O2 -Wall -Wextra -I include "examples/c/$p.c" -L "$LIB" -lterroir -Wl,-rpath,"$LIB" -o "$OUT/$p"
   "$OMP_CC" -O2 -Wall -Wextra -fopenmp "examples/c/${p}_omp.c" -o "$OUT/${p}_omp"
 done
@@ -106,3 +110,12 @@ echo "  Rust join $(t fib_rust_1) s, its sequential fib $seq_rust s: the join ad
 echo "  C through libterroir.so $(t fib_c_1) s, the same C with a join that only calls its tasks $(t fib_noop) s:" \
   "terroir_join adds $(ns "$(t fib_c_1)" "$(t fib_noop)") ns per join"
 echo "  the C program with no scheduler at all / the Rust join program = $(ratio "$(t fib_noop)" "$(t fib_rust_1)")x"
+echo
+echo "task groups on one worker (ns; best of $RUNS; group = create, $GROUP_TASKS no-op tasks, wait/destroy):"
+gc=$("$OUT/group_cost" "$GROUP_REPS" "$GROUP_TASKS" "$RUNS")
+gco=$("$OUT/group_cost_omp" "$GROUP_REPS" "$GROUP_TASKS" "$RUNS")
+echo "  $gc"
+echo "  $gco"
+gf() { sed -n "s/.* $2=\([0-9.]*\).*/\1/p" <<<"$1"; }
+echo "  empty group: terroir $(gf "$gc" empty_ns), libgomp $(gf "$gco" empty_ns);" \
+  "per task in a group of $GROUP_TASKS: terroir $(gf "$gc" per_task_ns), libgomp $(gf "$gco" per_task_ns)"

@@ -1,0 +1,69 @@
+/*
+ * What a task group costs, on one worker: `reps` times an empty group
+ * (create, destroy), then `reps` times a group of `tasks` no-op tasks
+ * (create, spawn each, destroy). The time per operation is what the C
+ * API's group path costs with no work and no parallelism; compare with
+ * group_cost_omp.c (a taskwait with no tasks, and `tasks` tasks plus a
+ * taskwait).
+ *
+ *   group_cost [reps=1000000] [tasks=4] [runs=3]
+ *
+ * Output, one line:
+ *   group_cost runtime=terroir threads=1 tasks=.. empty_ns=.. group_ns=.. per_task_ns=..
+ * (best of `runs`; per_task_ns = group_ns / tasks).
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <terroir.h>
+
+#include "bench_util.h"
+
+static void noop(void *arg) { (void)arg; }
+
+struct params {
+  long reps, tasks, runs;
+  double empty_s, group_s;
+};
+
+static void measure(void *arg) {
+  struct params *p = arg;
+  p->empty_s = p->group_s = 1e30;
+  for (long r = 0; r < p->runs; r++) {
+    double t0 = now_s();
+    for (long i = 0; i < p->reps; i++) {
+      terroir_group *g;
+      CHECK(terroir_group_create(NULL, &g));
+      CHECK(terroir_group_destroy(g));
+    }
+    double t1 = now_s();
+    for (long i = 0; i < p->reps; i++) {
+      terroir_group *g;
+      CHECK(terroir_group_create(NULL, &g));
+      for (long k = 0; k < p->tasks; k++) CHECK(terroir_group_spawn(g, noop, NULL, NULL));
+      CHECK(terroir_group_destroy(g));
+    }
+    double t2 = now_s();
+    if (t1 - t0 < p->empty_s) p->empty_s = t1 - t0;
+    if (t2 - t1 < p->group_s) p->group_s = t2 - t1;
+  }
+}
+
+int main(int argc, char **argv) {
+  struct params p = {
+      .reps = arg_long(argc, argv, 1, 1000000),
+      .tasks = arg_long(argc, argv, 2, 4),
+      .runs = arg_long(argc, argv, 3, 3),
+  };
+  terroir_pool_config config = {.num_threads = 1};
+  terroir_pool *pool;
+  CHECK(terroir_pool_create(&config, &pool));
+  /* Measured inside a task, as a task tree's groups are. */
+  terroir_group *g;
+  CHECK(terroir_group_create(pool, &g));
+  CHECK(terroir_group_spawn(g, measure, &p, NULL));
+  CHECK(terroir_group_destroy(g));
+  CHECK(terroir_pool_destroy(pool));
+  double group_ns = p.group_s / p.reps * 1e9;
+  printf("group_cost runtime=terroir threads=1 tasks=%ld empty_ns=%.1f group_ns=%.1f per_task_ns=%.1f\n",
+         p.tasks, p.empty_s / p.reps * 1e9, group_ns, group_ns / p.tasks);
+  return 0;
+}

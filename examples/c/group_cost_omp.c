@@ -1,0 +1,46 @@
+/*
+ * The libgomp counterpart of group_cost.c, on one thread: `reps` times a
+ * taskwait with no task, then `reps` times `tasks` no-op tasks and a
+ * taskwait.
+ *
+ *   gcc -O2 -fopenmp group_cost_omp.c -o group_cost_omp && ./group_cost_omp [reps=1000000] [tasks=4] [runs=3]
+ *
+ * Output, one line:
+ *   group_cost runtime=libgomp threads=1 tasks=.. empty_ns=.. group_ns=.. per_task_ns=..
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <omp.h>
+
+#include "bench_util.h"
+
+static void noop(void) {}
+
+int main(int argc, char **argv) {
+  long reps = arg_long(argc, argv, 1, 1000000);
+  long tasks = arg_long(argc, argv, 2, 4);
+  long runs = arg_long(argc, argv, 3, 3);
+  double empty_s = 1e30, group_s = 1e30;
+#pragma omp parallel num_threads(1)
+#pragma omp single
+  for (long r = 0; r < runs; r++) {
+    double t0 = now_s();
+    for (long i = 0; i < reps; i++) {
+#pragma omp taskwait
+    }
+    double t1 = now_s();
+    for (long i = 0; i < reps; i++) {
+      for (long k = 0; k < tasks; k++) {
+#pragma omp task
+        noop();
+      }
+#pragma omp taskwait
+    }
+    double t2 = now_s();
+    if (t1 - t0 < empty_s) empty_s = t1 - t0;
+    if (t2 - t1 < group_s) group_s = t2 - t1;
+  }
+  double group_ns = group_s / reps * 1e9;
+  printf("group_cost runtime=libgomp threads=1 tasks=%ld empty_ns=%.1f group_ns=%.1f per_task_ns=%.1f\n",
+         tasks, empty_s / reps * 1e9, group_ns, group_ns / tasks);
+  return 0;
+}
