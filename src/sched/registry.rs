@@ -1171,7 +1171,7 @@ impl WorkerThread {
 
     fn stop_searching(&self) {
         if self.searching.replace(false) {
-            self.registry.sleep.stop_searching();
+            self.registry.sleep.stop_searching(self.node);
         }
     }
 

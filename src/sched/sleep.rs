@@ -134,10 +134,17 @@ impl Sleep {
     }
 
     /// A searcher stops for another reason (its latch was set, the pool
-    /// terminates): nothing to hand over.
-    pub(crate) fn stop_searching(&self) {
+    /// terminates). A producer may have skipped its wake-up because this
+    /// worker searched, so it hands over as [`Sleep::stop_searching_found_work`]
+    /// does: if it was the last searcher while others sleep, one is woken.
+    /// (Otherwise a job pushed just before the latch was set would wait for
+    /// its owner, which may be waiting for it.)
+    pub(crate) fn stop_searching(&self, node: usize) {
         let prev = self.state.fetch_sub(ONE_SEARCHING, Ordering::SeqCst);
         debug_assert!(searching(prev) > 0);
+        if searching(prev) == 1 && sleeping(prev) > 0 {
+            self.wake_one(node);
+        }
     }
 
     /// New work was published (pushed to a deque or queue) for `node`.
@@ -273,13 +280,15 @@ impl Sleep {
     /// searcher again (and must hand over with
     /// [`Sleep::stop_searching_found_work`] if it took work).
     ///
-    /// With [`LastLook::TookWork`] and `None` or `Some(Wake::Plain)`
-    /// returned, the worker has stopped counting as a searcher *and* took
-    /// work, so it hands over here: if nobody searches while somebody
-    /// sleeps, one sleeper is woken. Without this, a searcher that found
-    /// work while this worker still counted (and so woke nobody) and this
-    /// worker's registration would together leave the remaining work with
-    /// no one looking for it.
+    /// A worker that counted as a searcher and does not park after all
+    /// ([`LastLook::TookWork`] or [`LastLook::StayAwake`], with `None` or
+    /// `Some(Wake::Plain)` returned) has stopped searching without parking,
+    /// so it hands over here: if nobody searches while somebody sleeps, one
+    /// sleeper is woken. Without this, a searcher that found work while
+    /// this worker still counted (and so woke nobody) and this worker's
+    /// registration would together leave the remaining work with no one
+    /// looking for it. A worker that did not count woke nobody's hopes and
+    /// hands nothing over.
     pub(crate) fn park(
         &self,
         w: usize,
@@ -313,7 +322,7 @@ impl Sleep {
                 }
             };
             if still_idle {
-                if look == LastLook::TookWork {
+                if searching {
                     self.hand_over(self.worker_node[w]);
                 }
                 return None;
@@ -321,7 +330,7 @@ impl Sleep {
             // Someone already took us off the idle list and is about to
             // unpark us: consume that wake-up so accounting stays exact.
             let wake = self.parkers[w].park();
-            if look == LastLook::TookWork && wake == Wake::Plain {
+            if searching && wake == Wake::Plain {
                 // Woken for its latch, not counted as a searcher: the caller
                 // will not hand over, so we do (as above).
                 self.hand_over(self.worker_node[w]);
@@ -331,7 +340,7 @@ impl Sleep {
         Some(self.parkers[w].park())
     }
 
-    /// A worker that stopped counting as a searcher took work: if nobody
+    /// A worker stopped counting as a searcher without parking: if nobody
     /// searches while somebody sleeps, wake one (see [`Sleep::park`]).
     fn hand_over(&self, node: usize) {
         // SeqCst: ordered after the caller's own RMWs of the word, as the
@@ -394,6 +403,61 @@ mod tests {
         // The searcher finds the work and, being the last, wakes the sleeper.
         sleep.stop_searching_found_work(0);
         assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+    }
+
+    #[test]
+    fn a_searcher_whose_latch_is_set_hands_over() {
+        // Worker 0 searches, so a producer wakes nobody; then worker 0's
+        // latch is set and it stops searching. The job must not be left
+        // with nobody looking: worker 1 is woken.
+        let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
+        let s2 = Arc::clone(&sleep);
+        let t = std::thread::spawn(move || s2.park(1, false, || LastLook::Park));
+        while sleep.counts().1 == 0 {
+            std::thread::yield_now();
+        }
+        assert!(sleep.try_start_searching());
+        sleep.new_work(0);
+        assert_eq!(sleep.counts(), (1, 1), "a searcher exists: nobody is woken");
+        sleep.stop_searching(0);
+        let handed_over = sleep.counts();
+        if handed_over != (1, 0) {
+            sleep.wake_all(); // do not leave worker 1 parked for ever
+        }
+        assert_eq!(handed_over, (1, 0), "worker 1 searches in its place");
+        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+    }
+
+    #[test]
+    fn a_searcher_that_stays_awake_for_its_latch_hands_over() {
+        let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
+        let s2 = Arc::clone(&sleep);
+        let t = std::thread::spawn(move || s2.park(1, false, || LastLook::Park));
+        while sleep.counts().1 == 0 {
+            std::thread::yield_now();
+        }
+        assert!(sleep.try_start_searching());
+        assert_eq!(sleep.park(0, true, || LastLook::StayAwake), None);
+        let handed_over = sleep.counts();
+        if handed_over != (1, 0) {
+            sleep.wake_all();
+        }
+        assert_eq!(handed_over, (1, 0), "worker 1 searches in its place");
+        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+    }
+
+    #[test]
+    fn a_worker_that_never_searched_hands_nothing_over() {
+        let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
+        let s2 = Arc::clone(&sleep);
+        let t = std::thread::spawn(move || s2.park(1, false, || LastLook::Park));
+        while sleep.counts().1 == 0 {
+            std::thread::yield_now();
+        }
+        assert_eq!(sleep.park(0, false, || LastLook::TookWork), None);
+        assert_eq!(sleep.counts(), (0, 1), "nobody relied on worker 0");
+        sleep.wake_all();
+        assert_eq!(t.join().unwrap(), Some(Wake::Plain));
     }
 
     #[test]
