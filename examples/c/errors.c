@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -325,6 +326,63 @@ static void test_groups(void) {
   EXPECT(w.ran == 50 && w.wrong == 0);
 }
 
+/* ---- a wait from work stacked on top of the group's own batch ----
+ *
+ * On a two-worker pool, a task D waits for its group g = {t1, t2}: its
+ * worker runs the batch (t1, while t2 is stolen by the other worker). t2
+ * holds the other worker until u is done. While D's worker waits for t2
+ * it takes u, a task spawned from outside the pool into another group,
+ * which waits for g: that wait can never end (g's batch is below u on
+ * the same stack), so it must be refused, not block for ever. */
+struct stacked {
+  terroir_group *g;
+  atomic_int t2_started, u_done;
+  int u_rc;
+};
+
+static void stacked_t1(void *arg) {
+  struct stacked *s = arg;
+  /* Each join polls for steal requests: the other worker takes t2. */
+  while (!atomic_load(&s->t2_started)) terroir_join(NULL, noop, NULL, noop, NULL);
+}
+
+static void stacked_t2(void *arg) {
+  struct stacked *s = arg;
+  atomic_store(&s->t2_started, 1);
+  while (!atomic_load(&s->u_done)) sched_yield();
+}
+
+static void stacked_u(void *arg) {
+  struct stacked *s = arg;
+  s->u_rc = terroir_group_wait(s->g);
+  atomic_store(&s->u_done, 1);
+}
+
+static void stacked_driver(void *arg) {
+  struct stacked *s = arg;
+  if (terroir_group_create(NULL, &s->g) != TERROIR_ERROR_OK) abort();
+  if (terroir_group_spawn(s->g, stacked_t1, s, NULL) != TERROIR_ERROR_OK) abort();
+  if (terroir_group_spawn(s->g, stacked_t2, s, NULL) != TERROIR_ERROR_OK) abort();
+  if (terroir_group_destroy(s->g) != TERROIR_ERROR_OK) abort();
+}
+
+static void test_stacked_wait(void) {
+  terroir_pool_config config = {.num_threads = 2};
+  terroir_pool *pool;
+  EXPECT_OK(terroir_pool_create(&config, &pool));
+  struct stacked s = {.u_rc = -1};
+  terroir_group *z, *h;
+  EXPECT_OK(terroir_group_create(pool, &z));
+  EXPECT_OK(terroir_group_create(pool, &h));
+  EXPECT_OK(terroir_group_spawn(z, stacked_driver, &s, NULL));
+  while (!atomic_load(&s.t2_started)) sched_yield();
+  EXPECT_OK(terroir_group_spawn(h, stacked_u, &s, NULL));
+  EXPECT_OK(terroir_group_destroy(z));
+  EXPECT_OK(terroir_group_destroy(h));
+  EXPECT(s.u_rc == TERROIR_ERROR_WOULD_DEADLOCK);
+  EXPECT_OK(terroir_pool_destroy(pool));
+}
+
 /* ---- memory ---- */
 
 static void test_memory(void) {
@@ -543,6 +601,7 @@ int main(void) {
   test_strings();
   test_pools();
   test_groups();
+  test_stacked_wait();
   test_memory();
   test_report();
   printf("errors: %d passed, %d failed\n", passed, failed);

@@ -25,8 +25,11 @@
 //! group no atomic operation). A wait loops: run the queue in a scope;
 //! when the queue is empty, no other wait runs a batch and no task started
 //! from outside is unfinished, return; when only such tasks remain, block
-//! on a condition variable (a worker blocks there only when it waits on a
-//! group that a thread outside the pool filled).
+//! on a condition variable. A worker blocks there only while another
+//! wait's batch of the same group runs (on another worker: a wait from
+//! work stacked on top of the group's own batch is refused with
+//! `WouldDeadlock`, since it could never end) or while tasks that a thread
+//! outside the pool spawned are unfinished.
 //!
 //! [`ThreadPool::spawn_on`]: crate::ThreadPool::spawn_on
 
@@ -41,6 +44,7 @@ use super::error::{call, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
 use super::memory::{whole_allocation_place, Bytes};
 use super::pool::{handle_ptr, resolve, PoolEntry, TerroirPool, TerroirTaskFn};
+use crate::sched::WorkerThread;
 use crate::{Place, Scope};
 
 /// An opaque task-group handle (a key into terroir's handle table, like
@@ -176,8 +180,45 @@ struct GroupState {
     /// Waits running a batch of the queue in a scope (whose tasks are
     /// counted by the scope, not by the group).
     batches: usize,
+    /// The workers whose stacks those batches run on.
+    owners: Owners,
     /// Waiters blocked on the condition variable.
     blocked: usize,
+}
+
+/// The workers running a group's batches, by the address of their
+/// `WorkerThread` (never 0). Usually one; no allocation until two.
+#[derive(Default)]
+struct Owners {
+    first: usize,
+    rest: Vec<usize>,
+}
+
+impl Owners {
+    fn add(&mut self, id: usize) {
+        if self.first == 0 {
+            self.first = id;
+        } else {
+            self.rest.push(id);
+        }
+    }
+
+    fn remove(&mut self, id: usize) {
+        if self.first == id {
+            self.first = self.rest.pop().unwrap_or(0);
+        } else if let Some(i) = self.rest.iter().position(|&x| x == id) {
+            self.rest.swap_remove(i);
+        }
+    }
+
+    fn contains(&self, id: usize) -> bool {
+        id != 0 && (self.first == id || self.rest.contains(&id))
+    }
+}
+
+/// The calling thread's worker, as an [`Owners`] entry.
+fn this_worker() -> Option<usize> {
+    WorkerThread::current().map(|w| ptr::from_ref(w).addr())
 }
 
 /// A live group: what a group handle stands for.
@@ -352,31 +393,37 @@ impl Group {
                 ),
             ));
         }
-        /// Counts a batch done if it unwinds (the normal path does so
-        /// itself, with the lock it takes anyway) and wakes other waiters.
-        struct BatchDone<'a>(&'a Group);
-        impl Drop for BatchDone<'_> {
-            fn drop(&mut self) {
-                let mut st = self.0.state();
-                st.batches -= 1;
-                if st.blocked > 0 {
-                    self.0.wake.notify_all();
-                }
-            }
+        // Work this worker took while one of the group's batches runs lower
+        // on its own stack (it stole it while that batch waited for a join
+        // or a scope): the batch cannot end before this work returns.
+        let me = this_worker();
+        if me.is_some_and(|id| st.owners.contains(id)) {
+            return Err(Error::new(
+                TerroirError::WouldDeadlock,
+                format!(
+                    "group {:#x} is waited for by work that this worker runs on top of one of \
+                     the group's own batches (it took the work while the batch waited): the \
+                     batch cannot end before this wait does",
+                    self.handle
+                ),
+            ));
         }
+        // The batch runs on this thread when it is a worker of the pool
+        // (else `run_batch` enters the pool and records its worker there).
+        let owner = me.filter(|_| self.runs_here(here));
         loop {
             if !st.queue.is_empty() {
                 let batch = std::mem::take(&mut st.queue);
                 st.batches += 1;
+                if let Some(id) = owner {
+                    st.owners.add(id);
+                }
                 drop(st);
-                let done = BatchDone(self);
+                let done = BatchDone(self, owner);
                 self.run_batch(batch, here);
                 std::mem::forget(done);
                 st = self.state();
-                st.batches -= 1;
-                if st.blocked > 0 {
-                    self.wake.notify_all();
-                }
+                BatchDone::finish(self, &mut st, owner);
                 continue;
             }
             if Self::idle(&st, &self.started) {
@@ -388,18 +435,37 @@ impl Group {
         }
     }
 
+    /// Whether the waiter whose frame is `here` is a worker of the group's
+    /// pool, so that a batch runs on its own stack.
+    fn runs_here(&self, here: CtxPtr) -> bool {
+        here.pool()
+            .is_some_and(|p| ptr::eq(p, Arc::as_ptr(&self.pool)))
+    }
+
     /// Starts (or claims) the queued tasks in a scope on a worker of the
     /// pool, and returns when they and everything spawned into the scope
     /// are done. `here` is the waiter's frame.
     fn run_batch(&self, batch: Vec<Queued>, here: CtxPtr) {
-        if here
-            .pool()
-            .is_some_and(|p| ptr::eq(p, Arc::as_ptr(&self.pool)))
-        {
+        if self.runs_here(here) {
             // On a worker of the pool already, in a frame of it.
             self.scope_batch(batch, here);
         } else {
             super::pool::enter(&self.pool, here, || {
+                // Record the worker the batch runs on (see `wait`).
+                let owner = this_worker();
+                if let Some(id) = owner {
+                    self.state().owners.add(id);
+                }
+                /// Takes the record back, also if the batch unwinds.
+                struct Unown<'a>(&'a Group, Option<usize>);
+                impl Drop for Unown<'_> {
+                    fn drop(&mut self) {
+                        if let Some(id) = self.1 {
+                            self.0.state().owners.remove(id);
+                        }
+                    }
+                }
+                let _unown = Unown(self, owner);
                 self.scope_batch(batch, CtxPtr::current())
             });
         }
@@ -460,6 +526,30 @@ impl Group {
     }
 }
 
+/// Counts a batch done if it unwinds (the normal path calls
+/// [`BatchDone::finish`] itself, with the lock it takes anyway) and wakes
+/// other waiters. The second field is the batch's owner in `owners`.
+struct BatchDone<'a>(&'a Group, Option<usize>);
+
+impl BatchDone<'_> {
+    fn finish(group: &Group, st: &mut GroupState, owner: Option<usize>) {
+        st.batches -= 1;
+        if let Some(id) = owner {
+            st.owners.remove(id);
+        }
+        if st.blocked > 0 {
+            group.wake.notify_all();
+        }
+    }
+}
+
+impl Drop for BatchDone<'_> {
+    fn drop(&mut self) {
+        let mut st = self.0.state();
+        BatchDone::finish(self.0, &mut st, self.1);
+    }
+}
+
 /// A scope pointer for a frame. Only `'static` closures are ever spawned
 /// through it (see `Group::spawn`), so forgetting the lifetime is harmless;
 /// it is dereferenced only while the scope is alive.
@@ -493,6 +583,7 @@ pub unsafe extern "C" fn terroir_group_create(
             state: Mutex::new(GroupState {
                 queue: Vec::new(),
                 batches: 0,
+                owners: Owners::default(),
                 blocked: 0,
             }),
             wake: Condvar::new(),
