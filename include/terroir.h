@@ -309,8 +309,9 @@ int terroir_group_spawn(struct terroir_group *group,
 // Errors: `TERROIR_ERROR_NULL_POINTER`, `TERROIR_ERROR_INVALID_HANDLE`,
 // `TERROIR_ERROR_WOULD_DEADLOCK` when called from one of the group's own
 // tasks (or from a branch of a `terroir_join`, or a task of a group, that
-// such a task waits for): the wait could never end, so it is refused and
-// nothing changes.
+// such a task waits for), or from work that a worker took while one of
+// the group's waits ran its tasks on that worker: the wait could never
+// end, so it is refused and nothing changes.
 //
 // # Safety
 // Any pointer value is accepted: handles are never dereferenced.
@@ -320,8 +321,8 @@ int terroir_group_wait(struct terroir_group *group);
 //
 // Errors: `TERROIR_ERROR_NULL_POINTER`; `TERROIR_ERROR_INVALID_HANDLE` for
 // a group destroyed already (a double destroy) or a garbage handle;
-// `TERROIR_ERROR_WOULD_DEADLOCK` from inside one of its own tasks (the
-// group is then not destroyed).
+// `TERROIR_ERROR_WOULD_DEADLOCK` where `terroir_group_wait` gives it
+// (the group is then not destroyed).
 //
 // # Safety
 // Any pointer value is accepted: handles are never dereferenced.
