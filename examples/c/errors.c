@@ -383,6 +383,70 @@ static void test_stacked_wait(void) {
   EXPECT_OK(terroir_pool_destroy(pool));
 }
 
+/* The same one level removed, on three workers: t2 (stolen from the
+ * batch's worker) joins x and y; y is stolen by the third worker, and
+ * while t2's worker waits for y it takes u, which waits for g. That
+ * worker runs no batch of g, but t2 is below u on its stack. */
+struct stacked2 {
+  terroir_group *g;
+  atomic_int t2_started, y_started, u_done;
+  int u_rc;
+};
+
+static void stacked2_x(void *arg) {
+  struct stacked2 *s = arg;
+  while (!atomic_load(&s->y_started)) terroir_join(NULL, noop, NULL, noop, NULL);
+}
+
+static void stacked2_y(void *arg) {
+  struct stacked2 *s = arg;
+  atomic_store(&s->y_started, 1);
+  while (!atomic_load(&s->u_done)) sched_yield();
+}
+
+static void stacked2_t1(void *arg) {
+  struct stacked2 *s = arg;
+  while (!atomic_load(&s->t2_started)) terroir_join(NULL, noop, NULL, noop, NULL);
+  while (!atomic_load(&s->u_done)) sched_yield();
+}
+
+static void stacked2_t2(void *arg) {
+  struct stacked2 *s = arg;
+  atomic_store(&s->t2_started, 1);
+  if (terroir_join(NULL, stacked2_x, s, stacked2_y, s) != TERROIR_ERROR_OK) abort();
+}
+
+static void stacked2_u(void *arg) {
+  struct stacked2 *s = arg;
+  s->u_rc = terroir_group_wait(s->g);
+  atomic_store(&s->u_done, 1);
+}
+
+static void stacked2_driver(void *arg) {
+  struct stacked2 *s = arg;
+  if (terroir_group_create(NULL, &s->g) != TERROIR_ERROR_OK) abort();
+  if (terroir_group_spawn(s->g, stacked2_t1, s, NULL) != TERROIR_ERROR_OK) abort();
+  if (terroir_group_spawn(s->g, stacked2_t2, s, NULL) != TERROIR_ERROR_OK) abort();
+  if (terroir_group_destroy(s->g) != TERROIR_ERROR_OK) abort();
+}
+
+static void test_stacked_wait_on_a_task(void) {
+  terroir_pool_config config = {.num_threads = 3};
+  terroir_pool *pool;
+  EXPECT_OK(terroir_pool_create(&config, &pool));
+  struct stacked2 s = {.u_rc = -1};
+  terroir_group *z, *h;
+  EXPECT_OK(terroir_group_create(pool, &z));
+  EXPECT_OK(terroir_group_create(pool, &h));
+  EXPECT_OK(terroir_group_spawn(z, stacked2_driver, &s, NULL));
+  while (!atomic_load(&s.y_started)) sched_yield();
+  EXPECT_OK(terroir_group_spawn(h, stacked2_u, &s, NULL));
+  EXPECT_OK(terroir_group_destroy(h));
+  EXPECT_OK(terroir_group_destroy(z));
+  EXPECT(s.u_rc == TERROIR_ERROR_WOULD_DEADLOCK);
+  EXPECT_OK(terroir_pool_destroy(pool));
+}
+
 /* ---- memory ---- */
 
 static void test_memory(void) {
@@ -602,6 +666,7 @@ int main(void) {
   test_pools();
   test_groups();
   test_stacked_wait();
+  test_stacked_wait_on_a_task();
   test_memory();
   test_report();
   printf("errors: %d passed, %d failed\n", passed, failed);

@@ -44,7 +44,6 @@ use super::error::{call, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
 use super::memory::{whole_allocation_place, Bytes};
 use super::pool::{handle_ptr, resolve, PoolEntry, TerroirPool, TerroirTaskFn};
-use crate::sched::WorkerThread;
 use crate::{Place, Scope};
 
 /// An opaque task-group handle (a key into terroir's handle table, like
@@ -180,45 +179,48 @@ struct GroupState {
     /// Waits running a batch of the queue in a scope (whose tasks are
     /// counted by the scope, not by the group).
     batches: usize,
-    /// The workers whose stacks those batches run on.
-    owners: Owners,
     /// Waiters blocked on the condition variable.
     blocked: usize,
 }
 
-/// The workers running a group's batches, by the address of their
-/// `WorkerThread` (never 0). Usually one; no allocation until two.
-#[derive(Default)]
-struct Owners {
-    first: usize,
-    rest: Vec<usize>,
+thread_local! {
+    /// The groups whose tasks or batches run on this thread, innermost
+    /// last: one entry per task of a group that this thread runs, and per
+    /// batch of a group whose wait runs here. A wait for a group listed
+    /// here could never end (the task or batch is lower on this very stack
+    /// and cannot return before the wait does), whichever way the work
+    /// that waits got onto this stack (stolen while a join or scope
+    /// waited, or run inline).
+    static ENTERED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
-impl Owners {
-    fn add(&mut self, id: usize) {
-        if self.first == 0 {
-            self.first = id;
-        } else {
-            self.rest.push(id);
-        }
+/// Lists a group in [`ENTERED`] for as long as it lives (also when the
+/// work unwinds). Entries follow the call stack, so they leave in the
+/// order opposite to the one they came in.
+struct Entered(usize);
+
+impl Entered {
+    fn new(group: usize) -> Entered {
+        ENTERED.with(|e| e.borrow_mut().push(group));
+        Entered(group)
     }
 
-    fn remove(&mut self, id: usize) {
-        if self.first == id {
-            self.first = self.rest.pop().unwrap_or(0);
-        } else if let Some(i) = self.rest.iter().position(|&x| x == id) {
-            self.rest.swap_remove(i);
-        }
-    }
-
-    fn contains(&self, id: usize) -> bool {
-        id != 0 && (self.first == id || self.rest.contains(&id))
+    /// Whether a task or batch of `group` runs lower on this thread's
+    /// stack.
+    fn on_this_stack(group: usize) -> bool {
+        ENTERED
+            .try_with(|e| e.borrow().contains(&group))
+            .unwrap_or(false)
     }
 }
 
-/// The calling thread's worker, as an [`Owners`] entry.
-fn this_worker() -> Option<usize> {
-    WorkerThread::current().map(|w| ptr::from_ref(w).addr())
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let _ = ENTERED.try_with(|e| {
+            let top = e.borrow_mut().pop();
+            debug_assert_eq!(top, Some(self.0), "group entries out of stack order");
+        });
+    }
 }
 
 /// A live group: what a group handle stands for.
@@ -265,6 +267,7 @@ impl GroupPtr {
     /// Runs a task of the scope `scope` in a frame of this group.
     fn run(self, task: CTask, scope: &Scope<'_>, parent: CtxPtr) {
         let group = self.get();
+        let _entered = Entered::new(group.handle);
         let frame = Ctx {
             pool: Arc::as_ptr(&group.pool),
             group: group.handle,
@@ -353,6 +356,7 @@ impl Group {
             }
         }
         let _done = Done(self);
+        let _entered = Entered::new(self.handle);
         let frame = Ctx {
             pool: Arc::as_ptr(&self.pool),
             group: self.handle,
@@ -393,37 +397,30 @@ impl Group {
                 ),
             ));
         }
-        // Work this worker took while one of the group's batches runs lower
-        // on its own stack (it stole it while that batch waited for a join
-        // or a scope): the batch cannot end before this work returns.
-        let me = this_worker();
-        if me.is_some_and(|id| st.owners.contains(id)) {
+        // Work this thread took while one of the group's tasks or batches
+        // waited lower on its own stack (for a stolen join branch or a
+        // scope): that task or batch cannot end before this wait does.
+        if Entered::on_this_stack(self.handle) {
             return Err(Error::new(
                 TerroirError::WouldDeadlock,
                 format!(
                     "group {:#x} is waited for by work that this worker runs on top of one of \
-                     the group's own batches (it took the work while the batch waited): the \
-                     batch cannot end before this wait does",
+                     the group's own tasks or batches (it took the work while they waited): \
+                     they cannot end before this wait does",
                     self.handle
                 ),
             ));
         }
-        // The batch runs on this thread when it is a worker of the pool
-        // (else `run_batch` enters the pool and records its worker there).
-        let owner = me.filter(|_| self.runs_here(here));
         loop {
             if !st.queue.is_empty() {
                 let batch = std::mem::take(&mut st.queue);
                 st.batches += 1;
-                if let Some(id) = owner {
-                    st.owners.add(id);
-                }
                 drop(st);
-                let done = BatchDone(self, owner);
+                let done = BatchDone(self);
                 self.run_batch(batch, here);
                 std::mem::forget(done);
                 st = self.state();
-                BatchDone::finish(self, &mut st, owner);
+                BatchDone::finish(self, &mut st);
                 continue;
             }
             if Self::idle(&st, &self.started) {
@@ -448,24 +445,11 @@ impl Group {
     fn run_batch(&self, batch: Vec<Queued>, here: CtxPtr) {
         if self.runs_here(here) {
             // On a worker of the pool already, in a frame of it.
+            let _entered = Entered::new(self.handle);
             self.scope_batch(batch, here);
         } else {
             super::pool::enter(&self.pool, here, || {
-                // Record the worker the batch runs on (see `wait`).
-                let owner = this_worker();
-                if let Some(id) = owner {
-                    self.state().owners.add(id);
-                }
-                /// Takes the record back, also if the batch unwinds.
-                struct Unown<'a>(&'a Group, Option<usize>);
-                impl Drop for Unown<'_> {
-                    fn drop(&mut self) {
-                        if let Some(id) = self.1 {
-                            self.0.state().owners.remove(id);
-                        }
-                    }
-                }
-                let _unown = Unown(self, owner);
+                let _entered = Entered::new(self.handle);
                 self.scope_batch(batch, CtxPtr::current())
             });
         }
@@ -528,15 +512,12 @@ impl Group {
 
 /// Counts a batch done if it unwinds (the normal path calls
 /// [`BatchDone::finish`] itself, with the lock it takes anyway) and wakes
-/// other waiters. The second field is the batch's owner in `owners`.
-struct BatchDone<'a>(&'a Group, Option<usize>);
+/// other waiters.
+struct BatchDone<'a>(&'a Group);
 
 impl BatchDone<'_> {
-    fn finish(group: &Group, st: &mut GroupState, owner: Option<usize>) {
+    fn finish(group: &Group, st: &mut GroupState) {
         st.batches -= 1;
-        if let Some(id) = owner {
-            st.owners.remove(id);
-        }
         if st.blocked > 0 {
             group.wake.notify_all();
         }
@@ -546,7 +527,7 @@ impl BatchDone<'_> {
 impl Drop for BatchDone<'_> {
     fn drop(&mut self) {
         let mut st = self.0.state();
-        BatchDone::finish(self.0, &mut st, self.1);
+        BatchDone::finish(self.0, &mut st);
     }
 }
 
@@ -583,7 +564,6 @@ pub unsafe extern "C" fn terroir_group_create(
             state: Mutex::new(GroupState {
                 queue: Vec::new(),
                 batches: 0,
-                owners: Owners::default(),
                 blocked: 0,
             }),
             wake: Condvar::new(),
