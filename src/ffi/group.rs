@@ -33,7 +33,7 @@
 //!
 //! [`ThreadPool::spawn_on`]: crate::ThreadPool::spawn_on
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -183,44 +183,59 @@ struct GroupState {
     blocked: usize,
 }
 
+/// One group on a thread's list of entered groups (see [`ENTERED`]): a
+/// node on the stack of the function that runs the group's task or batch.
+struct Entered {
+    group: usize,
+    below: *const Entered,
+}
+
 thread_local! {
-    /// The groups whose tasks or batches run on this thread, innermost
-    /// last: one entry per task of a group that this thread runs, and per
-    /// batch of a group whose wait runs here. A wait for a group listed
-    /// here could never end (the task or batch is lower on this very stack
-    /// and cannot return before the wait does), whichever way the work
-    /// that waits got onto this stack (stolen while a join or scope
-    /// waited, or run inline).
-    static ENTERED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// The innermost of the groups whose tasks or batches run on this
+    /// thread: one node per task of a group that this thread runs, and per
+    /// batch of a group whose wait runs here, linked to the one below. A
+    /// wait for a group listed here could never end (the task or batch is
+    /// lower on this very stack and cannot return before the wait does),
+    /// whichever way the work that waits got onto this stack (stolen while
+    /// a join or scope waited, or run inline).
+    static ENTERED: Cell<*const Entered> = const { Cell::new(ptr::null()) };
 }
 
-/// Lists a group in [`ENTERED`] for as long as it lives (also when the
-/// work unwinds). Entries follow the call stack, so they leave in the
-/// order opposite to the one they came in.
-struct Entered(usize);
-
-impl Entered {
-    fn new(group: usize) -> Entered {
-        ENTERED.with(|e| e.borrow_mut().push(group));
-        Entered(group)
+/// Runs `f` with `group` listed in [`ENTERED`] (a thread-local read and two
+/// writes: no lock, no allocation), and unlisted after, also if `f`
+/// unwinds.
+#[inline]
+fn with_entered<R>(group: usize, f: impl FnOnce() -> R) -> R {
+    struct Unlink<'a>(&'a Cell<*const Entered>, *const Entered);
+    impl Drop for Unlink<'_> {
+        fn drop(&mut self) {
+            self.0.set(self.1);
+        }
     }
-
-    /// Whether a task or batch of `group` runs lower on this thread's
-    /// stack.
-    fn on_this_stack(group: usize) -> bool {
-        ENTERED
-            .try_with(|e| e.borrow().contains(&group))
-            .unwrap_or(false)
-    }
+    // One thread-local access: the cell's address serves link and unlink.
+    ENTERED.with(|head| {
+        let below = head.get();
+        let node = Entered { group, below };
+        head.set(&node);
+        // Declared after `node`, so dropped (unlinking it) before `node` is.
+        let _unlink = Unlink(head, below);
+        f()
+    })
 }
 
-impl Drop for Entered {
-    fn drop(&mut self) {
-        let _ = ENTERED.try_with(|e| {
-            let top = e.borrow_mut().pop();
-            debug_assert_eq!(top, Some(self.0), "group entries out of stack order");
-        });
+/// Whether a task or batch of `group` runs lower on this thread's stack.
+fn entered(group: usize) -> bool {
+    let mut p = ENTERED.try_with(Cell::get).unwrap_or(ptr::null());
+    // SAFETY: every node in the list is a local of a `with_entered` call
+    // that is still running on this thread (each unlinks its node before
+    // the node goes out of scope, also on unwinding), so it is alive.
+    while let Some(node) = unsafe { p.as_ref() } {
+        if node.group == group {
+            return true;
+        }
+        p = node.below;
     }
+    false
 }
 
 /// A live group: what a group handle stands for.
@@ -267,14 +282,13 @@ impl GroupPtr {
     /// Runs a task of the scope `scope` in a frame of this group.
     fn run(self, task: CTask, scope: &Scope<'_>, parent: CtxPtr) {
         let group = self.get();
-        let _entered = Entered::new(group.handle);
         let frame = Ctx {
             pool: Arc::as_ptr(&group.pool),
             group: group.handle,
             scope: scope_ptr(scope),
             parent: parent.get(),
         };
-        with_frame(&frame, || task.run());
+        with_entered(group.handle, || with_frame(&frame, || task.run()));
     }
 }
 
@@ -356,14 +370,13 @@ impl Group {
             }
         }
         let _done = Done(self);
-        let _entered = Entered::new(self.handle);
         let frame = Ctx {
             pool: Arc::as_ptr(&self.pool),
             group: self.handle,
             scope,
             parent: parent.get(),
         };
-        with_frame(&frame, || task.run());
+        with_entered(self.handle, || with_frame(&frame, || task.run()));
     }
 
     /// Whether no task of the group is queued, running in a wait's scope,
@@ -400,7 +413,7 @@ impl Group {
         // Work this thread took while one of the group's tasks or batches
         // waited lower on its own stack (for a stolen join branch or a
         // scope): that task or batch cannot end before this wait does.
-        if Entered::on_this_stack(self.handle) {
+        if entered(self.handle) {
             return Err(Error::new(
                 TerroirError::WouldDeadlock,
                 format!(
@@ -445,12 +458,10 @@ impl Group {
     fn run_batch(&self, batch: Vec<Queued>, here: CtxPtr) {
         if self.runs_here(here) {
             // On a worker of the pool already, in a frame of it.
-            let _entered = Entered::new(self.handle);
-            self.scope_batch(batch, here);
+            with_entered(self.handle, || self.scope_batch(batch, here));
         } else {
             super::pool::enter(&self.pool, here, || {
-                let _entered = Entered::new(self.handle);
-                self.scope_batch(batch, CtxPtr::current())
+                with_entered(self.handle, || self.scope_batch(batch, CtxPtr::current()))
             });
         }
     }
