@@ -1169,6 +1169,9 @@ impl WorkerThread {
         }
     }
 
+    /// Stops counting as a searcher, if this worker did (found work, its
+    /// latch was set, the pool terminates), handing over as
+    /// [`Sleep::stop_searching`] says.
     fn stop_searching(&self) {
         if self.searching.replace(false) {
             self.registry.sleep.stop_searching(self.node);
@@ -1238,9 +1241,7 @@ impl WorkerThread {
                 return None;
             }
             if let Some(job) = self.find_work_timed(search) {
-                if self.searching.replace(false) {
-                    reg.sleep.stop_searching_found_work(self.node);
-                }
+                self.stop_searching();
                 info.busy.store(true, Ordering::Relaxed);
                 return Some(job);
             }
@@ -1294,9 +1295,7 @@ impl WorkerThread {
                 self.searching.set(true);
             }
             if let Some(job) = found {
-                if self.searching.replace(false) {
-                    reg.sleep.stop_searching_found_work(self.node);
-                }
+                self.stop_searching();
                 info.busy.store(true, Ordering::Relaxed);
                 return Some(job);
             }

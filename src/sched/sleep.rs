@@ -123,22 +123,12 @@ impl Sleep {
         }
     }
 
-    /// A searcher found work. If it was the last searcher and workers sleep,
-    /// wake one to keep looking: where there was one job there may be more.
-    pub(crate) fn stop_searching_found_work(&self, node: usize) {
-        let prev = self.state.fetch_sub(ONE_SEARCHING, Ordering::SeqCst);
-        debug_assert!(searching(prev) > 0);
-        if searching(prev) == 1 && sleeping(prev) > 0 {
-            self.wake_one(node);
-        }
-    }
-
-    /// A searcher stops for another reason (its latch was set, the pool
-    /// terminates). A producer may have skipped its wake-up because this
-    /// worker searched, so it hands over as [`Sleep::stop_searching_found_work`]
-    /// does: if it was the last searcher while others sleep, one is woken.
-    /// (Otherwise a job pushed just before the latch was set would wait for
-    /// its owner, which may be waiting for it.)
+    /// A searcher stops searching: it found work, its latch was set, or the
+    /// pool terminates. If it was the last searcher while workers sleep, it
+    /// hands over and wakes one: where there was one job there may be more,
+    /// and a producer may have skipped its wake-up because this worker
+    /// searched (a job pushed just before a latch was set would otherwise
+    /// wait for its owner, which may be waiting for it).
     pub(crate) fn stop_searching(&self, node: usize) {
         let prev = self.state.fetch_sub(ONE_SEARCHING, Ordering::SeqCst);
         debug_assert!(searching(prev) > 0);
@@ -278,7 +268,7 @@ impl Sleep {
     /// Returns how the worker was woken, or `None` if it did not park and
     /// nobody woke it. With `Some(Wake::AsSearcher)` the worker counts as a
     /// searcher again (and must hand over with
-    /// [`Sleep::stop_searching_found_work`] if it took work).
+    /// [`Sleep::stop_searching`] when it stops).
     ///
     /// A worker that counted as a searcher and does not park after all
     /// ([`LastLook::TookWork`] or [`LastLook::StayAwake`], with `None` or
@@ -363,6 +353,31 @@ impl Sleep {
 mod tests {
     use super::*;
     use std::sync::Arc;
+    use std::thread::JoinHandle;
+
+    /// Worker `w` parks (not searching, nothing in its last look) on a
+    /// thread of its own; returns once it is registered as sleeping.
+    fn parked(sleep: &Arc<Sleep>, w: usize) -> JoinHandle<Option<Wake>> {
+        let before = sleep.counts().1;
+        let s = Arc::clone(sleep);
+        let t = std::thread::spawn(move || s.park(w, false, || LastLook::Park));
+        while sleep.counts().1 == before {
+            std::thread::yield_now();
+        }
+        t
+    }
+
+    /// Checks that a hand-over woke the sleeper parked on `t` as a
+    /// searcher, leaving (1 searching, 0 sleeping). On failure the sleeper
+    /// is unparked first, so that the test fails instead of hanging.
+    fn assert_handed_over(sleep: &Sleep, t: JoinHandle<Option<Wake>>, who: &str) {
+        let counts = sleep.counts();
+        if counts != (1, 0) {
+            sleep.wake_all();
+        }
+        assert_eq!(counts, (1, 0), "{who} searches in its place");
+        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+    }
 
     #[test]
     fn searcher_limit_is_half_the_workers() {
@@ -379,11 +394,7 @@ mod tests {
     #[test]
     fn new_work_wakes_a_sleeper_of_the_preferred_node_as_searcher() {
         let sleep = Arc::new(Sleep::new(vec![0, 1, 1], 2));
-        let s2 = Arc::clone(&sleep);
-        let t = std::thread::spawn(move || s2.park(2, false, || LastLook::Park));
-        while sleep.counts().1 == 0 {
-            std::thread::yield_now();
-        }
+        let t = parked(&sleep, 2);
         sleep.new_work(1);
         assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
         assert_eq!(sleep.counts(), (1, 0));
@@ -393,15 +404,11 @@ mod tests {
     fn no_wake_while_someone_searches() {
         let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
         assert!(sleep.try_start_searching());
-        let s2 = Arc::clone(&sleep);
-        let t = std::thread::spawn(move || s2.park(1, false, || LastLook::Park));
-        while sleep.counts().1 == 0 {
-            std::thread::yield_now();
-        }
+        let t = parked(&sleep, 1);
         sleep.new_work(0);
         assert_eq!(sleep.counts(), (1, 1), "a searcher exists: nobody is woken");
         // The searcher finds the work and, being the last, wakes the sleeper.
-        sleep.stop_searching_found_work(0);
+        sleep.stop_searching(0);
         assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
     }
 
@@ -411,49 +418,27 @@ mod tests {
         // latch is set and it stops searching. The job must not be left
         // with nobody looking: worker 1 is woken.
         let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
-        let s2 = Arc::clone(&sleep);
-        let t = std::thread::spawn(move || s2.park(1, false, || LastLook::Park));
-        while sleep.counts().1 == 0 {
-            std::thread::yield_now();
-        }
+        let t = parked(&sleep, 1);
         assert!(sleep.try_start_searching());
         sleep.new_work(0);
         assert_eq!(sleep.counts(), (1, 1), "a searcher exists: nobody is woken");
         sleep.stop_searching(0);
-        let handed_over = sleep.counts();
-        if handed_over != (1, 0) {
-            sleep.wake_all(); // do not leave worker 1 parked for ever
-        }
-        assert_eq!(handed_over, (1, 0), "worker 1 searches in its place");
-        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+        assert_handed_over(&sleep, t, "worker 1");
     }
 
     #[test]
     fn a_searcher_that_stays_awake_for_its_latch_hands_over() {
         let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
-        let s2 = Arc::clone(&sleep);
-        let t = std::thread::spawn(move || s2.park(1, false, || LastLook::Park));
-        while sleep.counts().1 == 0 {
-            std::thread::yield_now();
-        }
+        let t = parked(&sleep, 1);
         assert!(sleep.try_start_searching());
         assert_eq!(sleep.park(0, true, || LastLook::StayAwake), None);
-        let handed_over = sleep.counts();
-        if handed_over != (1, 0) {
-            sleep.wake_all();
-        }
-        assert_eq!(handed_over, (1, 0), "worker 1 searches in its place");
-        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+        assert_handed_over(&sleep, t, "worker 1");
     }
 
     #[test]
     fn a_worker_that_never_searched_hands_nothing_over() {
         let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
-        let s2 = Arc::clone(&sleep);
-        let t = std::thread::spawn(move || s2.park(1, false, || LastLook::Park));
-        while sleep.counts().1 == 0 {
-            std::thread::yield_now();
-        }
+        let t = parked(&sleep, 1);
         assert_eq!(sleep.park(0, false, || LastLook::TookWork), None);
         assert_eq!(sleep.counts(), (0, 1), "nobody relied on worker 0");
         sleep.wake_all();
@@ -475,22 +460,13 @@ mod tests {
         // registers to park and takes work in its last look. Somebody must
         // still be looking for the rest: worker 1 wakes worker 2.
         let sleep = Arc::new(Sleep::new(vec![0, 0, 0], 1));
-        let s2 = Arc::clone(&sleep);
-        let t = std::thread::spawn(move || s2.park(2, false, || LastLook::Park));
-        while sleep.counts().1 == 0 {
-            std::thread::yield_now();
-        }
+        let t = parked(&sleep, 2);
         assert!(sleep.try_start_searching());
         assert!(sleep.try_start_searching());
-        sleep.stop_searching_found_work(0);
+        sleep.stop_searching(0);
         assert_eq!(sleep.counts(), (1, 1), "worker 1 still searches");
         assert_eq!(sleep.park(1, true, || LastLook::TookWork), None);
-        let handed_over = sleep.counts();
-        if handed_over != (1, 0) {
-            sleep.wake_all(); // do not leave worker 2 parked for ever
-        }
-        assert_eq!(handed_over, (1, 0), "worker 2 searches in its place");
-        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+        assert_handed_over(&sleep, t, "worker 2");
     }
 
     #[test]
@@ -499,35 +475,22 @@ mod tests {
         // (a plain wake-up) during its last look: it is not counted as a
         // searcher, so its caller will not hand over; park must.
         let sleep = Arc::new(Sleep::new(vec![0, 0, 0], 1));
-        let s2 = Arc::clone(&sleep);
-        let t = std::thread::spawn(move || s2.park(2, false, || LastLook::Park));
-        while sleep.counts().1 == 0 {
-            std::thread::yield_now();
-        }
+        let t = parked(&sleep, 2);
         assert!(sleep.try_start_searching());
         assert!(sleep.try_start_searching());
-        sleep.stop_searching_found_work(0);
+        sleep.stop_searching(0);
         let woken = sleep.park(1, true, || {
             sleep.wake_specific(1);
             LastLook::TookWork
         });
         assert_eq!(woken, Some(Wake::Plain));
-        let handed_over = sleep.counts();
-        if handed_over != (1, 0) {
-            sleep.wake_all(); // do not leave worker 2 parked for ever
-        }
-        assert_eq!(handed_over, (1, 0), "worker 2 searches in its place");
-        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+        assert_handed_over(&sleep, t, "worker 2");
     }
 
     #[test]
     fn staying_awake_for_work_wakes_nobody_while_someone_searches() {
         let sleep = Arc::new(Sleep::new(vec![0, 0, 0], 1));
-        let s2 = Arc::clone(&sleep);
-        let t = std::thread::spawn(move || s2.park(2, false, || LastLook::Park));
-        while sleep.counts().1 == 0 {
-            std::thread::yield_now();
-        }
+        let t = parked(&sleep, 2);
         assert!(sleep.try_start_searching());
         assert!(sleep.try_start_searching());
         assert_eq!(sleep.park(1, true, || LastLook::TookWork), None);
