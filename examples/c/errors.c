@@ -326,30 +326,58 @@ static void test_groups(void) {
   EXPECT(w.ran == 50 && w.wrong == 0);
 }
 
-/* ---- a wait from work stacked on top of the group's own batch ----
+/* ---- a wait from work stacked on top of the group's own work ----
  *
- * On a two-worker pool, a task D waits for its group g = {t1, t2}: its
- * worker runs the batch (t1, while t2 is stolen by the other worker). t2
- * holds the other worker until u is done. While D's worker waits for t2
- * it takes u, a task spawned from outside the pool into another group,
- * which waits for g: that wait can never end (g's batch is below u on
- * the same stack), so it must be refused, not block for ever. */
+ * A task D waits for its group g = {t1, t2}, so its worker runs g's batch:
+ * t1, while the other worker steals t2. Then u, a task spawned from
+ * outside the pool into another group, lands on a worker whose stack
+ * holds g's work below it, and waits for g: that wait can never end, so
+ * it must be refused, not block for ever.
+ *
+ * - on_task = 0, two workers: t2 holds its worker until u is done; D's
+ *   worker, waiting for t2, takes u on top of g's batch.
+ * - on_task = 1, three workers: t1 holds D's worker; t2 joins x and y, y
+ *   is stolen by the third worker, and t2's worker, waiting for y, takes
+ *   u on top of t2 (it runs no batch of g). */
 struct stacked {
+  int on_task;
   terroir_group *g;
-  atomic_int t2_started, u_done;
+  atomic_int t2_started, y_started, u_done;
   int u_rc;
 };
 
+/* Joins until `*flag` is set: each join polls for steal requests, so an
+ * idle worker takes the caller's pending continuation. */
+static void join_until(atomic_int *flag) {
+  while (!atomic_load(flag)) terroir_join(NULL, noop, NULL, noop, NULL);
+}
+
+static void stacked_hold(struct stacked *s) {
+  while (!atomic_load(&s->u_done)) sched_yield();
+}
+
+static void stacked_x(void *arg) { join_until(&((struct stacked *)arg)->y_started); }
+
+static void stacked_y(void *arg) {
+  struct stacked *s = arg;
+  atomic_store(&s->y_started, 1);
+  stacked_hold(s);
+}
+
 static void stacked_t1(void *arg) {
   struct stacked *s = arg;
-  /* Each join polls for steal requests: the other worker takes t2. */
-  while (!atomic_load(&s->t2_started)) terroir_join(NULL, noop, NULL, noop, NULL);
+  join_until(&s->t2_started);
+  if (s->on_task) stacked_hold(s);
 }
 
 static void stacked_t2(void *arg) {
   struct stacked *s = arg;
   atomic_store(&s->t2_started, 1);
-  while (!atomic_load(&s->u_done)) sched_yield();
+  if (!s->on_task) {
+    stacked_hold(s);
+  } else if (terroir_join(NULL, stacked_x, s, stacked_y, s) != TERROIR_ERROR_OK) {
+    abort();
+  }
 }
 
 static void stacked_u(void *arg) {
@@ -366,81 +394,18 @@ static void stacked_driver(void *arg) {
   if (terroir_group_destroy(s->g) != TERROIR_ERROR_OK) abort();
 }
 
-static void test_stacked_wait(void) {
-  terroir_pool_config config = {.num_threads = 2};
+static void test_stacked_wait(int on_task) {
+  terroir_pool_config config = {.num_threads = on_task ? 3 : 2};
   terroir_pool *pool;
   EXPECT_OK(terroir_pool_create(&config, &pool));
-  struct stacked s = {.u_rc = -1};
+  struct stacked s = {.on_task = on_task, .u_rc = -1};
   terroir_group *z, *h;
   EXPECT_OK(terroir_group_create(pool, &z));
   EXPECT_OK(terroir_group_create(pool, &h));
   EXPECT_OK(terroir_group_spawn(z, stacked_driver, &s, NULL));
-  while (!atomic_load(&s.t2_started)) sched_yield();
+  /* Spawn u once every worker but the one it must land on is held. */
+  while (!atomic_load(on_task ? &s.y_started : &s.t2_started)) sched_yield();
   EXPECT_OK(terroir_group_spawn(h, stacked_u, &s, NULL));
-  EXPECT_OK(terroir_group_destroy(z));
-  EXPECT_OK(terroir_group_destroy(h));
-  EXPECT(s.u_rc == TERROIR_ERROR_WOULD_DEADLOCK);
-  EXPECT_OK(terroir_pool_destroy(pool));
-}
-
-/* The same one level removed, on three workers: t2 (stolen from the
- * batch's worker) joins x and y; y is stolen by the third worker, and
- * while t2's worker waits for y it takes u, which waits for g. That
- * worker runs no batch of g, but t2 is below u on its stack. */
-struct stacked2 {
-  terroir_group *g;
-  atomic_int t2_started, y_started, u_done;
-  int u_rc;
-};
-
-static void stacked2_x(void *arg) {
-  struct stacked2 *s = arg;
-  while (!atomic_load(&s->y_started)) terroir_join(NULL, noop, NULL, noop, NULL);
-}
-
-static void stacked2_y(void *arg) {
-  struct stacked2 *s = arg;
-  atomic_store(&s->y_started, 1);
-  while (!atomic_load(&s->u_done)) sched_yield();
-}
-
-static void stacked2_t1(void *arg) {
-  struct stacked2 *s = arg;
-  while (!atomic_load(&s->t2_started)) terroir_join(NULL, noop, NULL, noop, NULL);
-  while (!atomic_load(&s->u_done)) sched_yield();
-}
-
-static void stacked2_t2(void *arg) {
-  struct stacked2 *s = arg;
-  atomic_store(&s->t2_started, 1);
-  if (terroir_join(NULL, stacked2_x, s, stacked2_y, s) != TERROIR_ERROR_OK) abort();
-}
-
-static void stacked2_u(void *arg) {
-  struct stacked2 *s = arg;
-  s->u_rc = terroir_group_wait(s->g);
-  atomic_store(&s->u_done, 1);
-}
-
-static void stacked2_driver(void *arg) {
-  struct stacked2 *s = arg;
-  if (terroir_group_create(NULL, &s->g) != TERROIR_ERROR_OK) abort();
-  if (terroir_group_spawn(s->g, stacked2_t1, s, NULL) != TERROIR_ERROR_OK) abort();
-  if (terroir_group_spawn(s->g, stacked2_t2, s, NULL) != TERROIR_ERROR_OK) abort();
-  if (terroir_group_destroy(s->g) != TERROIR_ERROR_OK) abort();
-}
-
-static void test_stacked_wait_on_a_task(void) {
-  terroir_pool_config config = {.num_threads = 3};
-  terroir_pool *pool;
-  EXPECT_OK(terroir_pool_create(&config, &pool));
-  struct stacked2 s = {.u_rc = -1};
-  terroir_group *z, *h;
-  EXPECT_OK(terroir_group_create(pool, &z));
-  EXPECT_OK(terroir_group_create(pool, &h));
-  EXPECT_OK(terroir_group_spawn(z, stacked2_driver, &s, NULL));
-  while (!atomic_load(&s.y_started)) sched_yield();
-  EXPECT_OK(terroir_group_spawn(h, stacked2_u, &s, NULL));
   EXPECT_OK(terroir_group_destroy(h));
   EXPECT_OK(terroir_group_destroy(z));
   EXPECT(s.u_rc == TERROIR_ERROR_WOULD_DEADLOCK);
@@ -665,8 +630,8 @@ int main(void) {
   test_strings();
   test_pools();
   test_groups();
-  test_stacked_wait();
-  test_stacked_wait_on_a_task();
+  test_stacked_wait(0);
+  test_stacked_wait(1);
   test_memory();
   test_report();
   printf("errors: %d passed, %d failed\n", passed, failed);
