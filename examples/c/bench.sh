@@ -11,7 +11,9 @@
 # The library is built with RUSTFLAGS="-C llvm-args=-enable-tlsdesc" (TLS
 # descriptors: a thread-local read in libterroir.so costs two instructions
 # instead of a call to __tls_get_addr; see examples/c/README.md), unless
-# RUSTFLAGS is set. fib is also built against a join that only calls its
+# RUSTFLAGS is set. The Rust fib also runs written as fib.c is (tasks
+# called through function pointers, arguments and results in memory), so
+# that C and Rust differ only by the FFI. fib is also built against a join that only calls its
 # two tasks (examples/c/noop_join.c), to separate what the C program costs
 # from what terroir adds. group_cost.c and its twin time task groups on
 # one worker (GROUP_REPS groups of GROUP_TASKS no-op tasks, and as many
@@ -71,6 +73,7 @@ run() {
   sed -n "s/.*seq_s=\([0-9.]*\).*/$label \1/p" <<<"$line" >>"$seqs"
 }
 run fib_rust "$LIB/examples/fib_join" "$FIB_N" "$RUNS"
+run fib_rust_c "$LIB/examples/fib_join" "$FIB_N" "$RUNS" c
 run fib_c "$OUT/fib" "$FIB_N" "$RUNS"
 run fib_c_static "$OUT/fib_static" "$FIB_N" "$RUNS"
 run fib_noop "$OUT/fib_noop" "$FIB_N" "$RUNS"
@@ -101,6 +104,8 @@ echo "fib($FIB_N): terroir C (libterroir.so) / terroir Rust join = $(ratio "$(t 
   "($(t fib_c) s vs $(t fib_rust) s)"
 echo "fib($FIB_N): terroir C (libterroir.a)  / terroir Rust join = $(ratio "$(t fib_c_static)" "$(t fib_rust)")x" \
   "($(t fib_c_static) s vs $(t fib_rust) s)"
+echo "fib($FIB_N): terroir C (libterroir.so) / Rust join written as fib.c is = $(ratio "$(t fib_c)" "$(t fib_rust_c)")x" \
+  "($(t fib_c) s vs $(t fib_rust_c) s; tasks through function pointers, arguments in memory)"
 joins=$(awk -v n="$FIB_N" 'BEGIN { a = 0; b = 1; for (i = 0; i < n + 1; i++) { c = a + b; a = b; b = c } print a - 1 }')
 ns() { awk -v a="$1" -v b="$2" -v j="$joins" 'BEGIN { printf "%.2f", (a - b) * 1e9 / j }'; }
 seq_rust=$(awk '$1 == "fib_rust_1" { print $2 }' "$seqs")
