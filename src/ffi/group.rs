@@ -21,13 +21,17 @@
 //!   it, and whichever of the two runs first takes the task (an atomic
 //!   flag), so the waiter helps with those too.
 //!
-//! Tasks that run in a wait's scope are counted by the scope (they cost the
-//! group no atomic operation). A wait loops: run the queue in a scope;
-//! when the queue is empty, no other wait runs a batch and no task started
-//! from outside is unfinished, return; when only such tasks remain, block
-//! on a condition variable. A worker blocks there only while another
-//! wait's batch of the same group runs (on another worker: a wait from
-//! work stacked on top of the group's own batch is refused with
+//! A group lives in its handle's slot (see `handle.rs`), under the slot's
+//! lock: creating or spawning takes that one lock once, and so does
+//! destroying an idle group; the queue's capacity serves the slot's next
+//! group (up to a small capacity). Tasks that run in a wait's scope are
+//! counted by the scope (they cost the group no atomic operation). A wait
+//! loops: run the queue in a scope (with the lock let go); when the queue
+//! is empty, no other wait runs a batch and no task started from outside
+//! is unfinished, return; when only such tasks remain, block on the slot's
+//! condition variable. A worker blocks there only while another wait's
+//! batch of the same group runs (on another worker: a wait from work
+//! stacked on top of the group's own batch is refused with
 //! `WouldDeadlock`, since it could never end) or while tasks that a thread
 //! outside the pool spawned are unfinished.
 //!
@@ -36,12 +40,12 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use super::context::{with_frame, CTask, Ctx, CtxPtr};
 use super::error::{call, Error, TerroirError};
-use super::handle::{HandleTable, LocalFree};
+use super::handle::{LocalFree, SlotGuard, Slots};
 use super::memory::{whole_allocation_place, Bytes};
 use super::pool::{handle_ptr, resolve, PoolEntry, TerroirPool, TerroirTaskFn};
 use crate::{Place, Scope};
@@ -170,18 +174,50 @@ enum Queued {
     Later(CTask, Place),
     /// Started with a `'static` job; the wait claims it if that job has not.
     Started(Arc<Started>),
-    /// Handed to the wait's scope already (see `Group::scope_batch`).
+    /// Handed to the wait's scope already (see `GroupRef::scope_batch`).
     Taken,
 }
 
+/// A group's slot payload: the group itself, under its slot's lock (one
+/// lock per call, and a queue whose capacity the slot's next group reuses).
+#[derive(Default)]
 struct GroupState {
+    /// The group's pool; `None` while the slot is free.
+    pool: Option<Arc<PoolEntry>>,
     queue: Vec<Queued>,
     /// Waits running a batch of the queue in a scope (whose tasks are
     /// counted by the scope, not by the group).
     batches: usize,
-    /// Waiters blocked on the condition variable.
+    /// Tasks started from outside the pool and not finished.
+    started: usize,
+    /// Whether a task was ever spawned into the group: most groups of a
+    /// task tree are a leaf's, and empty.
+    used: bool,
+    /// Threads blocked on the slot's condition variable. A count of the
+    /// slot, not of the group: a waiter woken after its group was
+    /// destroyed (and the slot reused) still takes itself off it.
     blocked: usize,
 }
+
+impl GroupState {
+    /// Whether no task of the group is queued, running in a wait's scope,
+    /// or started from outside: then no task of it can be running either.
+    /// While it is not idle, the group cannot be destroyed, so its slot
+    /// (and the pool it holds) stays put for the tasks that refer to it.
+    fn idle(&self) -> bool {
+        !self.used || (self.queue.is_empty() && self.batches == 0 && self.started == 0)
+    }
+
+    fn wake_waiters(g: &SlotGuard<GroupState>) {
+        if g.blocked > 0 {
+            g.notify_all();
+        }
+    }
+}
+
+/// The most queue capacity a group's slot keeps for its next group: enough
+/// for a task tree's fan-out; a group that queued more gives it back.
+const KEPT_CAPACITY: usize = 64;
 
 /// One group on a thread's list of entered groups (see [`ENTERED`]): a
 /// node on the stack of the function that runs the group's task or batch.
@@ -238,140 +274,44 @@ fn entered(group: usize) -> bool {
     false
 }
 
-/// A live group: what a group handle stands for.
-pub(crate) struct Group {
-    pool: Arc<PoolEntry>,
-    handle: usize,
-    /// Tasks started from outside the pool and not finished. (Tasks that
-    /// run in a wait's scope are counted by the scope.)
-    started: AtomicUsize,
-    /// Whether a task was ever spawned into the group. Set by
-    /// [`Group::spawn`], which runs under the group's handle-table slot
-    /// lock, so a check under that lock (or ordered after the spawn) sees
-    /// it: a group that never had a task is idle without a look at its
-    /// state (most groups of a task tree are a leaf's, and empty).
-    used: AtomicBool,
-    state: Mutex<GroupState>,
-    wake: Condvar,
-}
-
 thread_local!(static FREE_GROUP_SLOTS: RefCell<LocalFree> = const { RefCell::new(LocalFree::new()) });
-static GROUPS: HandleTable<Group> = HandleTable::new("group", &FREE_GROUP_SLOTS);
+static GROUPS: Slots<GroupState> = Slots::new("group", &FREE_GROUP_SLOTS);
 
-/// A group pointer for the tasks of a wait's scope, which need no count.
+/// What the group's tasks need to know of it without its lock: its handle
+/// (for frames) and its pool.
 #[derive(Clone, Copy)]
-struct GroupPtr(*const Group);
-
-// SAFETY: a `GroupPtr` is only used by tasks of a wait's scope, and the
-// waiter holds an `Arc` of the group until the scope (which waits for those
-// tasks) has ended; the group is only accessed through `&` (it is Sync).
-unsafe impl Send for GroupPtr {}
-
-impl GroupPtr {
-    fn get(&self) -> &Group {
-        // SAFETY: see the `Send` impl: the group outlives the scope whose
-        // task holds this pointer.
-        unsafe { &*self.0 }
-    }
-
-    /// A task started from outside the pool, claimed by the scope `scope`.
-    fn run_started(self, task: CTask, scope: &Scope<'_>, parent: CtxPtr) {
-        self.get().run_started(task, scope_ptr(scope), parent);
-    }
-
-    /// Runs a task of the scope `scope` in a frame of this group.
-    fn run(self, task: CTask, scope: &Scope<'_>, parent: CtxPtr) {
-        let group = self.get();
-        let frame = Ctx {
-            pool: Arc::as_ptr(&group.pool),
-            group: group.handle,
-            scope: scope_ptr(scope),
-            parent: parent.get(),
-        };
-        with_entered(group.handle, || with_frame(&frame, || task.run()));
-    }
+struct GroupRef {
+    handle: usize,
+    pool: *const PoolEntry,
 }
 
-impl Group {
-    fn state(&self) -> MutexGuard<'_, GroupState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
+// SAFETY: a `GroupRef` is only used while its group cannot be destroyed
+// (a batch of it runs, or a task started from outside is counted; see
+// `GroupState::idle`), so the pool that the group's slot holds an `Arc`
+// of is alive; the pool is only accessed through `&` (it is Sync).
+unsafe impl Send for GroupRef {}
+// SAFETY: as for `Send`; a `GroupRef` is a copy of two plain values.
+unsafe impl Sync for GroupRef {}
 
-    fn spawn(self: &Arc<Self>, task: CTask, place: Place) {
-        if !self.used.load(Ordering::Relaxed) {
-            self.used.store(true, Ordering::Relaxed);
-        }
-        let here = CtxPtr::current();
-        // Inside a task of this group that runs in a wait's scope: spawn
-        // into that scope.
-        if let Some(frame) = here
-            .chain()
-            .find(|c| c.group == self.handle && !c.scope.is_null())
-        {
-            // SAFETY: the frame's task runs in this scope and is not done
-            // (it is running this code, or waiting for the join branch that
-            // does), so the scope, which waits for it, is alive.
-            let scope = unsafe { &*frame.scope };
-            self.spawn_in(scope, task, &place, CtxPtr::from_raw(frame.parent));
-            return;
-        }
-        // C code in a frame runs on a worker of the frame's pool.
-        if here
-            .pool()
-            .is_some_and(|p| ptr::eq(p, Arc::as_ptr(&self.pool)))
-            || self.pool.pool.current_thread_index().is_some()
-        {
-            self.enqueue(Queued::Later(task, place));
-        } else {
-            self.started.fetch_add(1, Ordering::AcqRel);
-            let started = Arc::new(Started {
-                task,
-                place,
-                taken: AtomicBool::new(false),
-            });
-            self.enqueue(Queued::Started(Arc::clone(&started)));
-            let group = Arc::clone(self);
-            let place = started.place.clone();
-            self.pool.pool.spawn_on(&place, move || {
-                if started.take() {
-                    group.run_started(started.task, ptr::null(), CtxPtr::NULL);
-                }
-            });
+impl GroupRef {
+    fn of(g: &SlotGuard<GroupState>) -> GroupRef {
+        GroupRef {
+            handle: g.handle(),
+            pool: g.pool.as_ref().map_or(ptr::null(), Arc::as_ptr),
         }
     }
 
-    fn enqueue(&self, q: Queued) {
-        let mut st = self.state();
-        st.queue.push(q);
-        if st.blocked > 0 {
-            self.wake.notify_all();
-        }
+    fn pool(&self) -> &PoolEntry {
+        // SAFETY: see the `Send` impl: the group, and so its pool, outlives
+        // every use of this `GroupRef`.
+        unsafe { &*self.pool }
     }
 
-    /// Spawns `task` into `scope` (a wait's scope of this group); its frame
-    /// gets `parent` (the waiter's frame) as parent.
-    fn spawn_in(&self, scope: &Scope<'_>, task: CTask, place: &Place, parent: CtxPtr) {
-        let group = GroupPtr(self);
-        scope.spawn_on(place, move |s| group.run(task, s, parent));
-    }
-
-    /// Runs a task started from outside the pool in a frame of this group
-    /// (in `scope` when a wait claimed it), then counts it done.
-    fn run_started(&self, task: CTask, scope: *const Scope<'static>, parent: CtxPtr) {
-        struct Done<'a>(&'a Group);
-        impl Drop for Done<'_> {
-            fn drop(&mut self) {
-                if self.0.started.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    let st = self.0.state();
-                    if st.blocked > 0 {
-                        self.0.wake.notify_all();
-                    }
-                }
-            }
-        }
-        let _done = Done(self);
+    /// Runs a task in a frame of this group, in `scope` (a wait's scope of
+    /// the group, or null for a task started from outside the pool).
+    fn run(self, task: CTask, scope: *const Scope<'static>, parent: CtxPtr) {
         let frame = Ctx {
-            pool: Arc::as_ptr(&self.pool),
+            pool: self.pool,
             group: self.handle,
             scope,
             parent: parent.get(),
@@ -379,88 +319,47 @@ impl Group {
         with_entered(self.handle, || with_frame(&frame, || task.run()));
     }
 
-    /// Whether no task of the group is queued, running in a wait's scope,
-    /// or started from outside: then no task of it can be running either.
-    fn idle(st: &GroupState, started: &AtomicUsize) -> bool {
-        st.queue.is_empty() && st.batches == 0 && started.load(Ordering::Acquire) == 0
+    /// Runs a task started from outside the pool (in `scope` when a wait
+    /// claimed it), then counts it done.
+    fn run_started(self, task: CTask, scope: *const Scope<'static>, parent: CtxPtr) {
+        struct Done(usize);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                // Live: the task was counted, so the group is not idle.
+                if let Ok(mut g) = GROUPS.lock(self.0) {
+                    g.started -= 1;
+                    // Only the last one can make the group idle.
+                    if g.started == 0 {
+                        GroupState::wake_waiters(&g);
+                    }
+                }
+            }
+        }
+        let _done = Done(self.handle);
+        self.run(task, scope, parent);
     }
 
-    fn is_idle(&self) -> bool {
-        !self.used.load(Ordering::Relaxed) || Self::idle(&self.state(), &self.started)
-    }
-
-    fn wait(self: &Arc<Self>) -> Result<(), Error> {
-        // Nothing to wait for, and the caller cannot be one of the group's
-        // tasks (none is running).
-        if !self.used.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        let mut st = self.state();
-        if Self::idle(&st, &self.started) {
-            return Ok(());
-        }
-        let here = CtxPtr::current();
-        if here.chain().any(|c| c.group == self.handle) {
-            return Err(Error::new(
-                TerroirError::WouldDeadlock,
-                format!(
-                    "group {:#x} is waited for from inside one of its own tasks (or from work \
-                     such a task waits for): the wait could never end",
-                    self.handle
-                ),
-            ));
-        }
-        // Work this thread took while one of the group's tasks or batches
-        // waited lower on its own stack (for a stolen join branch or a
-        // scope): that task or batch cannot end before this wait does.
-        if entered(self.handle) {
-            return Err(Error::new(
-                TerroirError::WouldDeadlock,
-                format!(
-                    "group {:#x} is waited for by work that this worker runs on top of one of \
-                     the group's own tasks or batches (it took the work while they waited): \
-                     they cannot end before this wait does",
-                    self.handle
-                ),
-            ));
-        }
-        loop {
-            if !st.queue.is_empty() {
-                let batch = std::mem::take(&mut st.queue);
-                st.batches += 1;
-                drop(st);
-                let done = BatchDone(self);
-                self.run_batch(batch, here);
-                std::mem::forget(done);
-                st = self.state();
-                BatchDone::finish(self, &mut st);
-                continue;
-            }
-            if Self::idle(&st, &self.started) {
-                return Ok(());
-            }
-            st.blocked += 1;
-            st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
-            st.blocked -= 1;
-        }
+    /// Spawns `task` into `scope` (a wait's scope of this group); its frame
+    /// gets `parent` (the waiter's frame) as parent.
+    fn spawn_in(self, scope: &Scope<'_>, task: CTask, place: &Place, parent: CtxPtr) {
+        scope.spawn_on(place, move |s| self.run(task, scope_ptr(s), parent));
     }
 
     /// Whether the waiter whose frame is `here` is a worker of the group's
     /// pool, so that a batch runs on its own stack.
-    fn runs_here(&self, here: CtxPtr) -> bool {
-        here.pool()
-            .is_some_and(|p| ptr::eq(p, Arc::as_ptr(&self.pool)))
+    fn runs_here(self, here: CtxPtr) -> bool {
+        here.pool().is_some_and(|p| ptr::eq(p, self.pool))
     }
 
     /// Starts (or claims) the queued tasks in a scope on a worker of the
     /// pool, and returns when they and everything spawned into the scope
     /// are done. `here` is the waiter's frame.
-    fn run_batch(&self, batch: Vec<Queued>, here: CtxPtr) {
+    fn run_batch(self, batch: &mut [Queued], here: CtxPtr) {
         if self.runs_here(here) {
             // On a worker of the pool already, in a frame of it.
             with_entered(self.handle, || self.scope_batch(batch, here));
         } else {
-            super::pool::enter(&self.pool, here, || {
+            super::pool::enter(self.pool(), here, || {
                 with_entered(self.handle, || self.scope_batch(batch, CtxPtr::current()))
             });
         }
@@ -475,9 +374,9 @@ impl Group {
     /// round trip, and an idle worker still takes half of what is left.
     /// Their frames name the scope, so what they spawn into the group goes
     /// into it as before.
-    fn scope_batch(&self, mut batch: Vec<Queued>, here: CtxPtr) {
+    fn scope_batch(self, batch: &mut [Queued], here: CtxPtr) {
         crate::scope(|s| {
-            for q in &mut batch {
+            for q in batch.iter_mut() {
                 match q {
                     Queued::Later(_, place) if place.is_plain() => {}
                     Queued::Later(task, place) => {
@@ -488,27 +387,26 @@ impl Group {
                         let Queued::Started(started) = std::mem::replace(q, Queued::Taken) else {
                             unreachable!("matched Started above");
                         };
-                        let group = GroupPtr(self);
                         let place = started.place.clone();
                         s.spawn_on(&place, move |s| {
                             if started.take() {
-                                group.run_started(started.task, s, here);
+                                self.run_started(started.task, scope_ptr(s), here);
                             }
                         });
                     }
                     Queued::Taken => {}
                 }
             }
-            self.join_batch(&batch, s, here);
+            self.join_batch(batch, s, here);
         });
     }
 
     /// Runs the plain `Later` tasks of `batch` in the scope `s` (the wait's)
     /// by halving the slice with `join`.
-    fn join_batch(&self, batch: &[Queued], s: &Scope<'_>, here: CtxPtr) {
+    fn join_batch(self, batch: &[Queued], s: &Scope<'_>, here: CtxPtr) {
         match batch {
             [] => {}
-            [Queued::Later(task, _)] => GroupPtr(self).run(*task, s, here),
+            [Queued::Later(task, _)] => self.run(*task, scope_ptr(s), here),
             [_] => {}
             _ => {
                 let (a, b) = batch.split_at(batch.len() / 2);
@@ -521,30 +419,135 @@ impl Group {
     }
 }
 
-/// Counts a batch done if it unwinds (the normal path calls
-/// [`BatchDone::finish`] itself, with the lock it takes anyway) and wakes
-/// other waiters.
-struct BatchDone<'a>(&'a Group);
+/// Spawns `task` at `place` into the locked group `g`.
+fn spawn(g: &mut SlotGuard<GroupState>, task: CTask, place: Place) {
+    g.used = true;
+    let group = GroupRef::of(g);
+    let here = CtxPtr::current();
+    // Inside a task of this group that runs in a wait's scope: spawn into
+    // that scope.
+    if let Some(frame) = here
+        .chain()
+        .find(|c| c.group == group.handle && !c.scope.is_null())
+    {
+        // SAFETY: the frame's task runs in this scope and is not done (it
+        // is running this code, or waiting for the join branch that does),
+        // so the scope, which waits for it, is alive.
+        let scope = unsafe { &*frame.scope };
+        group.spawn_in(scope, task, &place, CtxPtr::from_raw(frame.parent));
+        return;
+    }
+    let pool = group.pool();
+    // C code in a frame runs on a worker of the frame's pool.
+    if here.pool().is_some_and(|p| ptr::eq(p, pool)) || pool.pool.current_thread_index().is_some() {
+        g.queue.push(Queued::Later(task, place));
+    } else {
+        g.started += 1;
+        let started = Arc::new(Started {
+            task,
+            place,
+            taken: AtomicBool::new(false),
+        });
+        g.queue.push(Queued::Started(Arc::clone(&started)));
+        let place = started.place.clone();
+        pool.pool.spawn_on(&place, move || {
+            // Not taken: still counted, so the group is alive.
+            if started.take() {
+                group.run_started(started.task, ptr::null(), CtxPtr::NULL);
+            }
+        });
+    }
+    GroupState::wake_waiters(g);
+}
 
-impl BatchDone<'_> {
-    fn finish(group: &Group, st: &mut GroupState) {
-        st.batches -= 1;
-        if st.blocked > 0 {
-            group.wake.notify_all();
+/// Runs the locked group's queue until the group is idle, and returns it
+/// locked and idle; `None` if another thread destroyed it meanwhile
+/// (which it does only once the group is idle).
+#[inline]
+fn wait_idle(g: SlotGuard<GroupState>) -> Result<Option<SlotGuard<GroupState>>, Error> {
+    // Nothing to wait for, and the caller cannot be one of the group's
+    // tasks (none is running).
+    if g.idle() {
+        return Ok(Some(g));
+    }
+    wait_busy(g)
+}
+
+/// [`wait_idle`] for a group that has tasks.
+fn wait_busy(mut g: SlotGuard<GroupState>) -> Result<Option<SlotGuard<GroupState>>, Error> {
+    let handle = g.handle();
+    let here = CtxPtr::current();
+    if here.chain().any(|c| c.group == handle) {
+        return Err(Error::new(
+            TerroirError::WouldDeadlock,
+            format!(
+                "group {handle:#x} is waited for from inside one of its own tasks (or from work \
+                 such a task waits for): the wait could never end"
+            ),
+        ));
+    }
+    // Work this thread took while one of the group's tasks or batches
+    // waited lower on its own stack (for a stolen join branch or a scope):
+    // that task or batch cannot end before this wait does.
+    if entered(handle) {
+        return Err(Error::new(
+            TerroirError::WouldDeadlock,
+            format!(
+                "group {handle:#x} is waited for by work that this worker runs on top of one of \
+                 the group's own tasks or batches (it took the work while they waited): they \
+                 cannot end before this wait does"
+            ),
+        ));
+    }
+    loop {
+        if !g.queue.is_empty() {
+            let mut batch = std::mem::take(&mut g.queue);
+            g.batches += 1;
+            let group = GroupRef::of(&g);
+            let (back, mut batch) = g.unlocked(move || {
+                let done = BatchDone(handle);
+                group.run_batch(&mut batch, here);
+                std::mem::forget(done);
+                batch
+            });
+            g = back;
+            g.batches -= 1;
+            GroupState::wake_waiters(&g);
+            // The batch's capacity serves the next spawns.
+            if g.queue.capacity() == 0 && batch.capacity() <= KEPT_CAPACITY {
+                batch.clear();
+                g.queue = batch;
+            }
+            continue;
+        }
+        if g.idle() {
+            return Ok(Some(g));
+        }
+        g.blocked += 1;
+        match g.wait(|g| g.blocked -= 1) {
+            Some(woken) => g = woken,
+            None => return Ok(None),
         }
     }
 }
 
-impl Drop for BatchDone<'_> {
+/// Counts a batch done if it unwinds (the normal path does it under the
+/// lock it takes anyway) and wakes other waiters.
+struct BatchDone(usize);
+
+impl Drop for BatchDone {
     fn drop(&mut self) {
-        let mut st = self.0.state();
-        BatchDone::finish(self.0, &mut st);
+        // Live: the batch was counted, so the group is not idle.
+        if let Ok(mut g) = GROUPS.lock(self.0) {
+            g.batches -= 1;
+            GroupState::wake_waiters(&g);
+        }
     }
 }
 
 /// A scope pointer for a frame. Only `'static` closures are ever spawned
-/// through it (see `Group::spawn`), so forgetting the lifetime is harmless;
-/// it is dereferenced only while the scope is alive.
+/// through it (see `spawn`), so forgetting the lifetime is harmless; it is
+/// dereferenced only while the scope is alive.
 fn scope_ptr(s: &Scope<'_>) -> *const Scope<'static> {
     (s as *const Scope<'_>).cast()
 }
@@ -567,18 +570,13 @@ pub unsafe extern "C" fn terroir_group_create(
             return Err(Error::null("out"));
         }
         let pool = resolve(pool)?.to_arc();
-        let handle = GROUPS.insert(|handle| Group {
-            pool,
-            handle,
-            started: AtomicUsize::new(0),
-            used: AtomicBool::new(false),
-            state: Mutex::new(GroupState {
-                queue: Vec::new(),
-                batches: 0,
-                blocked: 0,
-            }),
-            wake: Condvar::new(),
-        })?;
+        let handle = GROUPS
+            .insert(|_, g| {
+                debug_assert!(g.idle() && g.queue.is_empty() && g.pool.is_none());
+                g.pool = Some(pool);
+                g.used = false;
+            })?
+            .handle();
         // SAFETY: non-null, writable (the caller's promise).
         unsafe { out.write(handle_ptr(handle)) };
         Ok(())
@@ -619,11 +617,11 @@ pub unsafe extern "C" fn terroir_group_spawn(
         // SAFETY: NULL or a valid place (the caller's promise).
         let place = unsafe { place.as_ref() };
         // Under the slot's lock: spawning calls no C code.
-        GROUPS.with(group.addr(), |group| {
-            let place = to_place(&group.pool, place)?;
-            group.spawn(CTask::new(f, arg), place);
-            Ok(())
-        })
+        let mut g = GROUPS.lock(group.addr())?;
+        let pool = g.pool.as_ref().expect("a live group has its pool");
+        let place = to_place(pool, place)?;
+        spawn(&mut g, CTask::new(f, arg), place);
+        Ok(())
     })
 }
 
@@ -647,7 +645,8 @@ pub unsafe extern "C" fn terroir_group_wait(group: *mut TerroirGroup) -> c_int {
         if group.is_null() {
             return Err(Error::null("group"));
         }
-        GROUPS.get(group.addr())?.wait()
+        wait_idle(GROUPS.lock(group.addr())?)?;
+        Ok(())
     })
 }
 
@@ -666,16 +665,30 @@ pub unsafe extern "C" fn terroir_group_destroy(group: *mut TerroirGroup) -> c_in
         if group.is_null() {
             return Err(Error::null("group"));
         }
-        let handle = group.addr();
-        // A group with nothing to wait for goes at once (one lookup); the
-        // others are waited for, then removed once idle (under the slot
-        // lock: a racing thread that spawned between the wait and the
-        // removal makes us wait again).
-        let mut removed = GROUPS.remove_if(handle, Group::is_idle)?;
-        while let Err(group) = removed {
-            group.wait()?;
-            removed = GROUPS.remove_if(handle, Group::is_idle)?;
-        }
+        // Waited for under its slot's lock, which is let go only while a
+        // batch runs or the waiter blocks, and removed while still held
+        // once idle: a racing spawn either lands before (and is waited for)
+        // or finds the handle dead.
+        let Some(g) = wait_idle(GROUPS.lock(group.addr())?)? else {
+            // Another thread destroyed it while this one waited.
+            return Err(Error::new(
+                TerroirError::InvalidHandle,
+                format!(
+                    "group handle {:#x} was destroyed by another thread during this destroy",
+                    group.addr()
+                ),
+            ));
+        };
+        // The pool's `Arc` (and a large queue) are dropped outside the
+        // lock; a small queue's capacity stays for the slot's next group.
+        drop(g.remove(|g| {
+            let queue = if g.queue.capacity() > KEPT_CAPACITY {
+                std::mem::take(&mut g.queue)
+            } else {
+                Vec::new()
+            };
+            (g.pool.take(), queue)
+        }));
         Ok(())
     })
 }
