@@ -224,6 +224,18 @@ fn error_cases_have_defined_results() {
     }
 }
 
+/// Spawns, waits and destroys racing between threads outside the pool
+/// (`tests/c/group_race.c`): exact task counts, documented results, no hang.
+#[test]
+fn group_calls_racing_between_threads_keep_their_counts() {
+    let exe = compile_shared("group_race", &["tests/c/group_race.c"]);
+    let out = stdout(&run(Command::new(&exe).arg("3"), Duration::from_secs(300)));
+    assert!(out.contains("group_race rounds=3 ok"), "{out}");
+    if let Some(out) = under_valgrind(&exe, &["1"]) {
+        assert!(out.contains("group_race rounds=1 ok"), "{out}");
+    }
+}
+
 #[test]
 fn c_examples_compute_what_sequential_code_does() {
     /// An example: its name (also its source's), its arguments for a plain
