@@ -463,7 +463,7 @@ fn spawn(g: &mut SlotGuard<GroupState>, task: CTask, place: Place) {
 /// Runs the locked group's queue until the group is idle, and returns it
 /// locked and idle; `None` if another thread destroyed it meanwhile
 /// (which it does only once the group is idle).
-#[inline]
+#[inline(always)]
 fn wait_idle(g: SlotGuard<GroupState>) -> Result<Option<SlotGuard<GroupState>>, Error> {
     // Nothing to wait for, and the caller cannot be one of the group's
     // tasks (none is running).
@@ -679,15 +679,13 @@ pub unsafe extern "C" fn terroir_group_destroy(group: *mut TerroirGroup) -> c_in
                 ),
             ));
         };
-        // The pool's `Arc` (and a large queue) are dropped outside the
-        // lock; a small queue's capacity stays for the slot's next group.
+        // The pool's `Arc` is dropped outside the lock; a small queue's
+        // capacity stays for the slot's next group.
         drop(g.remove(|g| {
-            let queue = if g.queue.capacity() > KEPT_CAPACITY {
-                std::mem::take(&mut g.queue)
-            } else {
-                Vec::new()
-            };
-            (g.pool.take(), queue)
+            if g.queue.capacity() > KEPT_CAPACITY {
+                g.queue = Vec::new();
+            }
+            g.pool.take()
         }));
         Ok(())
     })

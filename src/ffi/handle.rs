@@ -344,7 +344,7 @@ impl<P: Default> Slots<P> {
     }
 
     /// The slot of the live `handle`, locked.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lock(&'static self, handle: usize) -> Result<SlotGuard<P>, Error> {
         let (index, generation) = Self::decode(handle);
         let slot = self.slot(index).ok_or_else(|| self.invalid(handle))?;
