@@ -303,8 +303,9 @@ int terroir_group_spawn(struct terroir_group *group,
 
 // Waits until every task spawned into `group` (including tasks spawned by
 // its tasks) is done. A worker that waits runs the group's tasks and
-// steals other work meanwhile; it never blocks a worker for tasks spawned
-// from inside the pool.
+// steals other work meanwhile: it never blocks, also while the group's
+// tasks run elsewhere. A thread outside the pool runs the group's queued
+// tasks on the pool and blocks only while other threads run the rest.
 //
 // Errors: `TERROIR_ERROR_NULL_POINTER`, `TERROIR_ERROR_INVALID_HANDLE`,
 // `TERROIR_ERROR_WOULD_DEADLOCK` when called from one of the group's own

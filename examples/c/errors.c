@@ -412,6 +412,61 @@ static void test_stacked_wait(int on_task) {
   EXPECT_OK(terroir_pool_destroy(pool));
 }
 
+/* A worker that waits for a group while another worker's batch of it runs
+ * must keep working: here the batch's other task is strictly placed on the
+ * waiting worker. (A worker that blocked on the group's condition variable
+ * instead deadlocked.) `batch_owner`, on worker 0, queues `count_ran`
+ * (strict on worker 1) and `signal_go` into g and waits: its batch spawns
+ * the first and runs the second, which lets `blocked_waiter`, on worker 1,
+ * wait for g while that batch is still running. */
+struct worker_wait {
+  terroir_group *g;
+  atomic_int waiter_started, go;
+  atomic_long ran;
+  int waiter_rc, owner_rc;
+};
+
+static void count_ran(void *arg) { atomic_fetch_add(&((struct worker_wait *)arg)->ran, 1); }
+
+static void signal_go(void *arg) { atomic_store(&((struct worker_wait *)arg)->go, 1); }
+
+static void blocked_waiter(void *arg) {
+  struct worker_wait *w = arg;
+  atomic_store(&w->waiter_started, 1);
+  while (!atomic_load(&w->go)) sched_yield();
+  w->waiter_rc = terroir_group_wait(w->g);
+}
+
+static void batch_owner(void *arg) {
+  struct worker_wait *w = arg;
+  terroir_place on_1 = {.kind = TERROIR_PLACE_KIND_WORKER, .worker = 1, .strict = true};
+  while (!atomic_load(&w->waiter_started)) sched_yield();
+  int rc = terroir_group_spawn(w->g, count_ran, w, &on_1);
+  if (rc == TERROIR_ERROR_OK) rc = terroir_group_spawn(w->g, signal_go, w, NULL);
+  if (rc == TERROIR_ERROR_OK) rc = terroir_group_wait(w->g);
+  w->owner_rc = rc;
+}
+
+static void test_worker_waits_by_working(void) {
+  terroir_pool_config config = {.num_threads = 2, .policy = TERROIR_POLICY_LOCALITY};
+  terroir_pool *pool;
+  EXPECT_OK(terroir_pool_create(&config, &pool));
+  struct worker_wait w = {.waiter_rc = -1, .owner_rc = -1};
+  terroir_place on_0 = {.kind = TERROIR_PLACE_KIND_WORKER, .worker = 0, .strict = true};
+  terroir_place on_1 = {.kind = TERROIR_PLACE_KIND_WORKER, .worker = 1, .strict = true};
+  terroir_group *h;
+  EXPECT_OK(terroir_group_create(pool, &h));
+  EXPECT_OK(terroir_group_create(pool, &w.g));
+  EXPECT_OK(terroir_group_spawn(h, blocked_waiter, &w, &on_1));
+  EXPECT_OK(terroir_group_spawn(h, batch_owner, &w, &on_0));
+  EXPECT_OK(terroir_group_destroy(h));
+  EXPECT(w.owner_rc == TERROIR_ERROR_OK);
+  EXPECT(w.waiter_rc == TERROIR_ERROR_OK);
+  EXPECT(atomic_load(&w.ran) == 1);
+  EXPECT_OK(terroir_group_destroy(w.g));
+  EXPECT_OK(terroir_pool_destroy(pool));
+}
+
 /* ---- memory ---- */
 
 static void test_memory(void) {
@@ -632,6 +687,7 @@ int main(void) {
   test_groups();
   test_stacked_wait(0);
   test_stacked_wait(1);
+  test_worker_waits_by_working();
   test_memory();
   test_report();
   printf("errors: %d passed, %d failed\n", passed, failed);

@@ -28,12 +28,14 @@
 //! counted by the scope (they cost the group no atomic operation). A wait
 //! loops: run the queue in a scope (with the lock let go); when the queue
 //! is empty, no other wait runs a batch and no task started from outside
-//! is unfinished, return; when only such tasks remain, block on the slot's
-//! condition variable. A worker blocks there only while another wait's
-//! batch of the same group runs (on another worker: a wait from work
-//! stacked on top of the group's own batch is refused with
-//! `WouldDeadlock`, since it could never end) or while tasks that a thread
-//! outside the pool spawned are unfinished.
+//! is unfinished, return; when only such tasks remain (another wait's batch
+//! runs, or tasks that a thread outside the pool spawned are unfinished),
+//! wait for a change. A thread outside every pool blocks on the slot's
+//! condition variable; a worker (of any pool) never blocks: it runs other
+//! work until a latch it listed in the group is set, since the task it
+//! waits for may be placed on it. (A wait from work stacked on top of the
+//! group's own task or batch is refused with `WouldDeadlock`, since it
+//! could never end.)
 //!
 //! [`ThreadPool::spawn_on`]: crate::ThreadPool::spawn_on
 
@@ -48,6 +50,7 @@ use super::error::{call, Error, TerroirError};
 use super::handle::{LocalFree, SlotGuard, Slots};
 use super::memory::{whole_allocation_place, Bytes};
 use super::pool::{handle_ptr, resolve, PoolEntry, TerroirPool, TerroirTaskFn};
+use crate::sched::{CoreLatch, Latch, WorkerThread};
 use crate::{Place, Scope};
 
 /// An opaque task-group handle (a key into terroir's handle table, like
@@ -197,7 +200,19 @@ struct GroupState {
     /// slot, not of the group: a waiter woken after its group was
     /// destroyed (and the slot reused) still takes itself off it.
     blocked: usize,
+    /// The latches of pool workers that wait for the group while running
+    /// other work (a worker never blocks on the condition variable). Set
+    /// and emptied by every change that may let a waiter go on, so it is
+    /// empty whenever the group is idle.
+    latches: Vec<WaiterLatch>,
 }
+
+/// A waiting worker's latch, on that worker's stack.
+struct WaiterLatch(*const CoreLatch);
+
+// SAFETY: the latch is only set (an atomic operation on a `Sync` latch),
+// from any thread, while its worker waits for it; see `wake_waiters`.
+unsafe impl Send for WaiterLatch {}
 
 impl GroupState {
     /// Whether no task of the group is queued, running in a wait's scope,
@@ -208,9 +223,18 @@ impl GroupState {
         !self.used || (self.queue.is_empty() && self.batches == 0 && self.started == 0)
     }
 
-    fn wake_waiters(g: &SlotGuard<GroupState>) {
+    /// Wakes every waiter: the threads blocked on the condition variable,
+    /// and the workers working while they wait (their latches are set and
+    /// taken off the list, once each).
+    fn wake_waiters(g: &mut SlotGuard<GroupState>) {
         if g.blocked > 0 {
             g.notify_all();
+        }
+        for latch in g.latches.drain(..) {
+            // SAFETY: a listed latch is unset and its worker waits for it in
+            // `wait_busy` (which unlists it itself only if that wait
+            // unwinds, under this lock), so it is alive until this set.
+            unsafe { CoreLatch::set(latch.0) };
         }
     }
 }
@@ -330,7 +354,7 @@ impl GroupRef {
                     g.started -= 1;
                     // Only the last one can make the group idle.
                     if g.started == 0 {
-                        GroupState::wake_waiters(&g);
+                        GroupState::wake_waiters(&mut g);
                     }
                 }
             }
@@ -359,8 +383,13 @@ impl GroupRef {
             // On a worker of the pool already, in a frame of it.
             with_entered(self.handle, || self.scope_batch(batch, here));
         } else {
-            super::pool::enter(self.pool(), here, || {
-                with_entered(self.handle, || self.scope_batch(batch, CtxPtr::current()))
+            // Listed on both stacks: the waiting thread (a worker of
+            // another pool) runs other work while its install waits, and a
+            // wait for this group from that work could never end.
+            with_entered(self.handle, || {
+                super::pool::enter(self.pool(), here, || {
+                    with_entered(self.handle, || self.scope_batch(batch, CtxPtr::current()))
+                })
             });
         }
     }
@@ -512,7 +541,7 @@ fn wait_busy(mut g: SlotGuard<GroupState>) -> Result<Option<SlotGuard<GroupState
             });
             g = back;
             g.batches -= 1;
-            GroupState::wake_waiters(&g);
+            GroupState::wake_waiters(&mut g);
             // The batch's capacity serves the next spawns.
             if g.queue.capacity() == 0 && batch.capacity() <= KEPT_CAPACITY {
                 batch.clear();
@@ -523,10 +552,36 @@ fn wait_busy(mut g: SlotGuard<GroupState>) -> Result<Option<SlotGuard<GroupState
         if g.idle() {
             return Ok(Some(g));
         }
+        // A worker (of any pool) runs other work while it waits: it might
+        // be the very worker that a task of the group is placed on.
+        if let Some(worker) = WorkerThread::current() {
+            let latch = CoreLatch::new(worker, true);
+            g.latches.push(WaiterLatch(&latch));
+            let unlist = Unlist(handle, &latch);
+            let (back, ()) = g.released(|| worker.wait_until(&latch));
+            std::mem::forget(unlist);
+            match back {
+                Some(woken) => g = woken,
+                None => return Ok(None),
+            }
+            continue;
+        }
         g.blocked += 1;
         match g.wait(|g| g.blocked -= 1) {
             Some(woken) => g = woken,
             None => return Ok(None),
+        }
+    }
+}
+
+/// Takes a waiting worker's latch off its group's list if the wait
+/// unwinds before the latch was set (the latch is about to be freed).
+struct Unlist(usize, *const CoreLatch);
+
+impl Drop for Unlist {
+    fn drop(&mut self) {
+        if let Ok(mut g) = GROUPS.lock(self.0) {
+            g.latches.retain(|l| !ptr::eq(l.0, self.1));
         }
     }
 }
@@ -540,7 +595,7 @@ impl Drop for BatchDone {
         // Live: the batch was counted, so the group is not idle.
         if let Ok(mut g) = GROUPS.lock(self.0) {
             g.batches -= 1;
-            GroupState::wake_waiters(&g);
+            GroupState::wake_waiters(&mut g);
         }
     }
 }
@@ -627,8 +682,9 @@ pub unsafe extern "C" fn terroir_group_spawn(
 
 /// Waits until every task spawned into `group` (including tasks spawned by
 /// its tasks) is done. A worker that waits runs the group's tasks and
-/// steals other work meanwhile; it never blocks a worker for tasks spawned
-/// from inside the pool.
+/// steals other work meanwhile: it never blocks, also while the group's
+/// tasks run elsewhere. A thread outside the pool runs the group's queued
+/// tasks on the pool and blocks only while other threads run the rest.
 ///
 /// Errors: `TERROIR_ERROR_NULL_POINTER`, `TERROIR_ERROR_INVALID_HANDLE`,
 /// `TERROIR_ERROR_WOULD_DEADLOCK` when called from one of the group's own
@@ -682,6 +738,7 @@ pub unsafe extern "C" fn terroir_group_destroy(group: *mut TerroirGroup) -> c_in
         // The pool's `Arc` is dropped outside the lock; a small queue's
         // capacity stays for the slot's next group.
         drop(g.remove(|g| {
+            debug_assert!(g.latches.is_empty(), "an idle group has waiting workers");
             if g.queue.capacity() > KEPT_CAPACITY {
                 g.queue = Vec::new();
             }

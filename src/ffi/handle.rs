@@ -190,6 +190,31 @@ impl<P: Default> SlotGuard<P> {
         )
     }
 
+    /// Unlocks the slot, runs `f`, and locks it again: `None` (with `f`'s
+    /// result) if the handle died meanwhile.
+    pub(crate) fn released<R>(self, f: impl FnOnce() -> R) -> (Option<Self>, R) {
+        let generation = self.guard.generation;
+        let SlotGuard {
+            table,
+            slot,
+            index,
+            guard,
+        } = self;
+        drop(guard);
+        let r = f();
+        let guard = lock(&slot.state);
+        let live = guard.live && guard.generation == generation;
+        (
+            live.then_some(SlotGuard {
+                table,
+                slot,
+                index,
+                guard,
+            }),
+            r,
+        )
+    }
+
     /// Kills the handle (later uses are `InvalidHandle`) and frees the slot
     /// for a new occupant. `clear` takes from the payload what must not
     /// outlive the handle (returned, for the caller to drop outside the

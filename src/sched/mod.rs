@@ -19,6 +19,7 @@ mod stats;
 pub use counters::{Counter, Unavailable};
 pub use join::join;
 pub(crate) use join::{join_context, join_context_in};
+pub(crate) use latch::{CoreLatch, Latch};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
 pub use pool::{
