@@ -236,6 +236,26 @@ fn group_calls_racing_between_threads_keep_their_counts() {
     }
 }
 
+/// Waits on one group from workers of its pool, from another pool's
+/// workers and from the main thread, with strictly placed tasks
+/// (`tests/c/group_waits.c`): every task runs, every call but the refused
+/// stacked waits succeeds, no hang.
+#[test]
+fn group_waits_from_workers_of_two_pools_end() {
+    let exe = compile_shared("group_waits", &["tests/c/group_waits.c"]);
+    let out = stdout(&run(Command::new(&exe).arg("50"), Duration::from_secs(300)));
+    assert!(
+        out.contains("group_waits rounds=50") && out.contains(" ok"),
+        "{out}"
+    );
+    if let Some(out) = under_valgrind(&exe, &["3"]) {
+        assert!(
+            out.contains("group_waits rounds=3") && out.contains(" ok"),
+            "{out}"
+        );
+    }
+}
+
 #[test]
 fn c_examples_compute_what_sequential_code_does() {
     /// An example: its name (also its source's), its arguments for a plain
