@@ -137,6 +137,23 @@ impl<P: Default> SlotGuard<P> {
         self.slot.wake.notify_all();
     }
 
+    /// The guard for `guard` (its slot locked again), or `None` if the
+    /// handle of `generation` died while the lock was let go.
+    fn relocked(
+        table: &'static Slots<P>,
+        slot: &'static Slot<P>,
+        index: usize,
+        guard: MutexGuard<'static, SlotState<P>>,
+        generation: u32,
+    ) -> Option<Self> {
+        (guard.live && guard.generation == generation).then_some(SlotGuard {
+            table,
+            slot,
+            index,
+            guard,
+        })
+    }
+
     /// Unlocks the slot and blocks until [`SlotGuard::notify_all`], then
     /// runs `woken` on the payload under the lock (whatever became of the
     /// handle: for counts of the slot's waiters). `None` if the handle died
@@ -151,47 +168,12 @@ impl<P: Default> SlotGuard<P> {
         } = self;
         let mut guard = slot.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
         woken(&mut guard.payload);
-        (guard.live && guard.generation == generation).then_some(SlotGuard {
-            table,
-            slot,
-            index,
-            guard,
-        })
-    }
-
-    /// Unlocks the slot, runs `f`, and locks it again. The caller keeps the
-    /// handle from dying meanwhile (a count in the payload that removal
-    /// waits for): the guard it gets back is for the same handle.
-    #[inline]
-    pub(crate) fn unlocked<R>(self, f: impl FnOnce() -> R) -> (Self, R) {
-        let SlotGuard {
-            table,
-            slot,
-            index,
-            guard,
-        } = self;
-        let generation = guard.generation;
-        drop(guard);
-        let r = f();
-        let guard = lock(&slot.state);
-        debug_assert!(
-            guard.live && guard.generation == generation,
-            "a {} handle died while held",
-            table.kind
-        );
-        (
-            SlotGuard {
-                table,
-                slot,
-                index,
-                guard,
-            },
-            r,
-        )
+        Self::relocked(table, slot, index, guard, generation)
     }
 
     /// Unlocks the slot, runs `f`, and locks it again: `None` (with `f`'s
     /// result) if the handle died meanwhile.
+    #[inline]
     pub(crate) fn released<R>(self, f: impl FnOnce() -> R) -> (Option<Self>, R) {
         let generation = self.guard.generation;
         let SlotGuard {
@@ -203,16 +185,19 @@ impl<P: Default> SlotGuard<P> {
         drop(guard);
         let r = f();
         let guard = lock(&slot.state);
-        let live = guard.live && guard.generation == generation;
-        (
-            live.then_some(SlotGuard {
-                table,
-                slot,
-                index,
-                guard,
-            }),
-            r,
-        )
+        (Self::relocked(table, slot, index, guard, generation), r)
+    }
+
+    /// [`SlotGuard::released`] for a caller that keeps the handle from
+    /// dying meanwhile (a count in the payload that removal waits for): the
+    /// guard it gets back is for the same handle.
+    #[inline]
+    pub(crate) fn unlocked<R>(self, f: impl FnOnce() -> R) -> (Self, R) {
+        let kind = self.table.kind;
+        let (guard, r) = self.released(f);
+        let guard =
+            guard.unwrap_or_else(|| panic!("a {kind} handle died while its caller held it"));
+        (guard, r)
     }
 
     /// Kills the handle (later uses are `InvalidHandle`) and frees the slot
