@@ -8,9 +8,10 @@
  *
  *   group_race [rounds=3]
  *
- * Output: "group_race rounds=N ok" on success; a message and abort()
- * otherwise.
+ * Output: "group_race rounds=N ok" on success; otherwise a message and a
+ * failing exit.
  */
+#define _POSIX_C_SOURCE 200809L /* bench_util.h: clock_gettime */
 #include <terroir.h>
 
 #include <pthread.h>
@@ -18,15 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(x)                                                                 \
-  do {                                                                           \
-    int rc_ = (x);                                                               \
-    if (rc_ != TERROIR_ERROR_OK) {                                               \
-      fprintf(stderr, "%s:%d: %s = %d (%s)\n", __FILE__, __LINE__, #x, rc_,       \
-              terroir_last_error_message());                                     \
-      abort();                                                                   \
-    }                                                                            \
-  } while (0)
+/* CHECK: the C examples' check of a terroir call. */
+#include "../../examples/c/bench_util.h"
 
 #define FAIL(...)                 \
   do {                            \
