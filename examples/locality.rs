@@ -40,7 +40,8 @@
 //! (on several nodes, fail unless `StrictLocality` reaches a ratio of 0.95
 //! and `Locality` 0.75 on both workloads: CI runs it in the 4-node guest),
 //! `--stats` (after each line, the pool's statistics: jobs per node,
-//! steals by level, pushes), `--threads N`,
+//! steals by level, pushes), `--workload health|heat|all` (default all),
+//! `--policy P|all` (one of [`Policy::ALL`]'s names; default all), `--threads N`,
 //! `--depth D` (village tree depth, default 5: 341 villages), `--patients P`
 //! (per village, default 16384), `--steps S` (default 20), `--grid N`
 //! (N x N cells, default 2048), `--iters I` (default 20), `--blocks B`
@@ -56,8 +57,9 @@ use terroir::pool::NodeVec;
 use terroir::{Place, Policy, Scope, ThreadPool, ThreadPoolBuilder};
 
 const USAGE: &str = "\
-usage: locality [--quick] [--expect-locality] [--stats] [--threads N] [--depth D]
-                [--patients P] [--steps S] [--grid N] [--iters I] [--blocks B]";
+usage: locality [--quick] [--expect-locality] [--stats] [--workload health|heat|all]
+                [--policy P|all] [--threads N] [--depth D] [--patients P] [--steps S]
+                [--grid N] [--iters I] [--blocks B]";
 
 struct Args {
     threads: Option<usize>,
@@ -69,6 +71,9 @@ struct Args {
     blocks: usize,
     expect: bool,
     stats: bool,
+    /// `None`: both workloads.
+    workload: Option<String>,
+    policies: Vec<Policy>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -82,6 +87,8 @@ fn parse_args() -> Result<Args, String> {
         blocks: 32,
         expect: false,
         stats: false,
+        workload: None,
+        policies: Policy::ALL.to_vec(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -106,7 +113,9 @@ fn parse_args() -> Result<Args, String> {
             println!("{USAGE}");
             exit(0);
         }
-        const VALUED: [&str; 7] = [
+        const VALUED: [&str; 9] = [
+            "--workload",
+            "--policy",
             "--threads",
             "--depth",
             "--patients",
@@ -128,6 +137,26 @@ fn parse_args() -> Result<Args, String> {
             }
         };
         match flag.as_str() {
+            "--workload" => {
+                a.workload = match value.as_str() {
+                    "all" => None,
+                    "health" | "heat" => Some(value),
+                    _ => {
+                        return Err(format!(
+                            "--workload takes health, heat or all, not {value:?}"
+                        ))
+                    }
+                }
+            }
+            "--policy" => {
+                a.policies = if value == "all" {
+                    Policy::ALL.to_vec()
+                } else {
+                    vec![value
+                        .parse::<Policy>()
+                        .map_err(|e| format!("--policy: {e}"))?]
+                }
+            }
             "--threads" => a.threads = Some(num(4096)?),
             "--depth" => a.depth = num(8)? as u32,
             "--patients" => a.patients = num(1 << 24)?,
@@ -465,8 +494,11 @@ fn main() {
     ];
     let mut failed = false;
     for (name, sequential, parallel) in workloads {
+        if args.workload.as_deref().is_some_and(|w| w != name) {
+            continue;
+        }
         let expected = sequential(&args, &nodes);
-        for &policy in Policy::ALL {
+        for &policy in &args.policies {
             let mut b = ThreadPoolBuilder::new().policy(policy);
             if let Some(t) = args.threads {
                 b = b.num_threads(t);
