@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use terroir::numa::{NodeId, Topology};
@@ -273,6 +273,124 @@ fn a_strict_task_for_a_busy_node_waits_for_it() {
     release.store(true, Ordering::Release);
     assert!(early.is_err(), "a strict task left busy node 1: {early:?}");
     assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(1));
+}
+
+/// Two nodes of one worker each, 30 apart (running a task away from its
+/// data is taken to cost 3 times its length), with node 1's mean placed
+/// task time primed to about `mean` by a strict task that long.
+fn primed_pair(mean: Duration) -> Arc<ThreadPool> {
+    let topo = Topology::builder()
+        .nodes(2)
+        .l3_per_node(1)
+        .pus_per_l3(1)
+        .distances(vec![10, 30, 30, 10])
+        .build()
+        .expect("described topology");
+    let pool = Arc::new(pool(topo, Policy::Locality, Distribution::SharedQueue));
+    let (tx, rx) = mpsc::channel();
+    pool.spawn_on(&pool.node(1).unwrap().strict(), move || {
+        std::thread::sleep(mean);
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the priming task ran");
+    pool
+}
+
+/// Holds node 1's worker in a strict task until `release` (or for `hold`,
+/// if given); returns when it started.
+fn hold(pool: &ThreadPool, hold: Option<Duration>, release: &Arc<AtomicBool>) -> Instant {
+    let (tx, rx) = mpsc::channel();
+    let r = Arc::clone(release);
+    pool.spawn_on(&pool.node(1).unwrap().strict(), move || {
+        tx.send(Instant::now()).unwrap();
+        match hold {
+            Some(d) => std::thread::sleep(d),
+            None => {
+                while !r.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the holder started on node 1")
+}
+
+#[test]
+fn a_hint_its_node_is_about_to_reach_stays_home() {
+    // Node 1 runs a task of its usual length (50 ms) when a hint for it
+    // arrives, and node 0 is idle. Node 1 will have both done in ~100 ms;
+    // node 0 would need ~150 ms for the hint away from its data, so it
+    // leaves it (it would take it only once the holder overran by 100 ms).
+    let pool = primed_pair(Duration::from_millis(50));
+    let table = node_table(&pool);
+    let release = Arc::new(AtomicBool::new(false));
+    for round in 0..3 {
+        hold(&pool, Some(Duration::from_millis(50)), &release);
+        let (tx, rx) = mpsc::channel();
+        let table = Arc::clone(&table);
+        pool.spawn_on(&pool.node(1).unwrap(), move || {
+            tx.send(node_from(&table)).unwrap()
+        });
+        let ran = rx.recv_timeout(Duration::from_secs(30));
+        assert_eq!(
+            ran,
+            Ok(1),
+            "round {round}: the hint left node 1, which was about to take it"
+        );
+    }
+}
+
+#[test]
+fn a_hint_behind_an_overrunning_task_is_taken_in_time() {
+    // Node 1's tasks take ~10 ms, but this one does not end. Node 0 must
+    // take the hint, though not before the holder has run 3 mean lengths
+    // (the cost of running it on node 0), and without a new push to wake
+    // it: it left the hint for later and must look again by itself.
+    let pool = primed_pair(Duration::from_millis(10));
+    let table = node_table(&pool);
+    let release = Arc::new(AtomicBool::new(false));
+    let start = hold(&pool, None, &release);
+    let (tx, rx) = mpsc::channel();
+    pool.spawn_on(&pool.node(1).unwrap(), move || {
+        tx.send((node_from(&table), Instant::now())).unwrap()
+    });
+    let ran = rx.recv_timeout(Duration::from_secs(30));
+    release.store(true, Ordering::Release);
+    let (node, at) = ran.expect("the hint ran while node 1 was held");
+    assert_eq!(node, 0);
+    let waited = at.duration_since(start);
+    assert!(
+        waited >= Duration::from_millis(25),
+        "node 0 took the hint after {waited:?}, before node 1's task had overrun"
+    );
+}
+
+#[test]
+fn a_backlog_for_a_busy_node_is_shared() {
+    // Eight 10 ms hints for node 1: its one worker would need 80 ms, so
+    // idle node 0 takes some of them despite the distance.
+    let pool = primed_pair(Duration::from_millis(10));
+    let table = node_table(&pool);
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..8 {
+        let (tx, table) = (tx.clone(), Arc::clone(&table));
+        pool.spawn_on(&pool.node(1).unwrap(), move || {
+            std::thread::sleep(Duration::from_millis(10));
+            tx.send(node_from(&table)).unwrap()
+        });
+    }
+    let ran: Vec<usize> = (0..8)
+        .map(|_| {
+            rx.recv_timeout(Duration::from_secs(30))
+                .expect("every hint ran")
+        })
+        .collect();
+    assert!(
+        ran.contains(&0),
+        "node 0 took none of node 1's backlog: {ran:?}"
+    );
 }
 
 #[test]

@@ -26,7 +26,11 @@ pub enum Policy {
     Hierarchical,
     /// Hierarchical stealing, and places honoured as hints: a placed task
     /// goes to its node (or worker) and another node takes it only when
-    /// every worker of that node is busy; strict places stay strict.
+    /// every worker of that node is busy and the node's queued hints would
+    /// keep it busy for longer than running one away from its data costs
+    /// (the task's usual length times the SLIT distance ratio): a node
+    /// about to reach its last tasks keeps them, a backlog is shared.
+    /// Strict places stay strict.
     Locality,
     /// As `Locality`, but every node or worker place is strict: the task
     /// never runs anywhere else (Olivier et al.'s strict mode).

@@ -5,6 +5,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread;
+use std::time::Duration;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
@@ -30,11 +31,13 @@ pub(crate) struct WorkerInfo {
     /// Whether the worker runs a job (and so may hold private
     /// continuations). Written only by the worker, on transitions.
     busy: AtomicBool,
+    /// When the placed task this worker runs began (`record::now_ns() + 1`),
+    /// or 0; kept only when the pool times its hints (`Registry::time_hints`).
+    placed_since: AtomicU64,
     seat: Seat,
     cpu: u32,
     /// Placed tasks for this worker: other workers of its node may take
-    /// them, other nodes' workers only while every worker of its node is
-    /// busy.
+    /// them, other nodes' workers as [`Registry::hint_for_thief`] says.
     hint_inbox: Injector<JobRef>,
     /// Placed tasks only this worker may run.
     strict_inbox: Injector<JobRef>,
@@ -97,6 +100,41 @@ pub(crate) enum Route {
     },
 }
 
+/// A placed task running on a worker, from
+/// [`Registry::record_placed_run`]: when timed, its end adds its duration
+/// to its node's mean and restores the worker's `placed_since` (a placed
+/// task may run inside another's wait).
+#[must_use = "the task is timed until the guard drops"]
+pub(crate) struct PlacedRun<'a> {
+    timed: Option<(&'a AtomicU64, &'a AtomicU64, u64, u64)>,
+}
+
+impl Drop for PlacedRun<'_> {
+    fn drop(&mut self) {
+        if let Some((since, mean, prev, start)) = self.timed {
+            let d = record::now_ns().saturating_sub(start).max(1);
+            let m = mean.load(Ordering::Relaxed);
+            // An exponential mean (weight 1/8): a racing update from
+            // another worker of the node may be lost, which only delays it.
+            let next = if m == 0 { d } else { m - m / 8 + d / 8 };
+            mean.store(next.max(1), Ordering::Relaxed);
+            since.store(prev, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What a thief may do with another node's hint (see
+/// [`Registry::hint_for_thief`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HintSteal {
+    /// Leave it: a worker of its node is free to take it.
+    No,
+    /// Leave it for now, and look again within this long.
+    Later(Duration),
+    /// Take it.
+    Yes,
+}
+
 /// Slots of the temporal-affinity table (key hash → last worker + 1).
 const RECENT_SLOTS: usize = 4096;
 
@@ -107,10 +145,16 @@ pub(crate) struct Registry {
     /// node: its workers look first, any thief may take it.
     node_queues: Vec<CachePadded<Injector<JobRef>>>,
     /// Placed tasks (hints) for a node: its workers look first; another
-    /// node's thief takes one only while every worker of the node is busy.
+    /// node's thief takes one as [`Registry::hint_for_thief`] says.
     hint_queues: Vec<CachePadded<Injector<JobRef>>>,
     /// Placed tasks only the node's workers may run.
     strict_queues: Vec<CachePadded<Injector<JobRef>>>,
+    /// Per node index, a running mean of how long its placed tasks ran
+    /// (ns; 0 before the first), when `time_hints`.
+    hint_ns: Vec<CachePadded<AtomicU64>>,
+    /// Whether other nodes may take hints (the `Locality` policy): then
+    /// placed tasks are timed, for [`Registry::hint_for_thief`].
+    time_hints: bool,
     /// Workers of each node index.
     node_workers: Vec<Vec<usize>>,
     /// For each node index: itself if it has workers, else the nearest
@@ -172,6 +216,9 @@ pub(crate) struct WorkerThread {
     /// Newest private continuation (head of the `PrivateJob` list).
     private_head: Cell<*const PrivateJob>,
     searching: Cell<bool>,
+    /// Set by a look that left another node's hint for later
+    /// ([`HintSteal::Later`]): the soonest it should look again.
+    look_again: Cell<Option<Duration>>,
     rng: Cell<u64>,
     index: usize,
     node: usize,
@@ -287,6 +334,7 @@ impl Registry {
                     stealer: d.stealer(),
                     request: AtomicBool::new(false),
                     busy: AtomicBool::new(false),
+                    placed_since: AtomicU64::new(0),
                     seat,
                     cpu: topo.pus()[p].os_index(),
                     hint_inbox: Injector::new(),
@@ -324,6 +372,12 @@ impl Registry {
             hint_queues: (0..nodes)
                 .map(|_| CachePadded::new(Injector::new()))
                 .collect(),
+            hint_ns: (0..nodes)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            // With one node of workers nobody could take a hint.
+            time_hints: config.policy == Policy::Locality
+                && node_workers.iter().filter(|w| !w.is_empty()).count() > 1,
             node_workers,
             redirect,
             recent: (0..RECENT_SLOTS).map(|_| AtomicUsize::new(0)).collect(),
@@ -660,7 +714,9 @@ impl Registry {
                 strict: false,
             } => {
                 self.hint_queues[node].push(job);
-                // Another node may help only when this one is all busy.
+                // Another node may help only when this one is all busy
+                // (a woken thief then applies `hint_for_thief`, and looks
+                // again later if it leaves the hint for now).
                 self.sleep.new_work_on_node(node, self.node_all_busy(node));
             }
             Route::Node { node, strict: true } => {
@@ -681,15 +737,22 @@ impl Registry {
 
     /// Book-keeping when a placed task starts on the current worker:
     /// counts it, its declared bytes (local or not) and, for temporal
-    /// places, remembers the worker.
-    pub(crate) fn record_placed_run(&self, data: &[Access], key: Option<u64>) {
+    /// places, remembers the worker. Under `Locality` it also times the
+    /// task: keep the returned guard until the task ends.
+    pub(crate) fn record_placed_run(&self, data: &[Access], key: Option<u64>) -> PlacedRun<'_> {
         let Some(wt) = WorkerThread::current() else {
-            return;
+            return PlacedRun { timed: None };
         };
         if !std::ptr::eq(Arc::as_ptr(&wt.registry), self) {
-            return;
+            return PlacedRun { timed: None };
         }
-        let stats = &wt.info().stats;
+        let info = &*self.workers[wt.index];
+        let timed = self.time_hints.then(|| {
+            let start = record::now_ns();
+            let prev = info.placed_since.swap(start + 1, Ordering::Relaxed);
+            (&info.placed_since, &*self.hint_ns[wt.node], prev, start)
+        });
+        let stats = &info.stats;
         bump(&stats.placed, 1);
         if record::any_active() {
             if let Some(node) = data.iter().find_map(|a| a.node) {
@@ -710,6 +773,55 @@ impl Registry {
         }
         if let Some(key) = key {
             self.recent[key as usize % RECENT_SLOTS].store(wt.index + 1, Ordering::Relaxed);
+        }
+        PlacedRun { timed }
+    }
+
+    /// Whether a worker of node index `thief` may take a hint placed on
+    /// node index `node` (another node) now, or should leave it to the
+    /// node's own workers for a while.
+    ///
+    /// A hint is taken only while every worker of its node is busy, and
+    /// only when the node's backlog would keep its workers busier than
+    /// running the task away from its data costs. With `w` workers, `k`
+    /// hints queued, `d` the node's mean placed-task time and `r` the
+    /// expected rest of each worker's current task, the node needs about
+    /// `(Σr + k·d) / w` to run them all; running one elsewhere takes `d`
+    /// inflated by the distance ratio (SLIT distance between the nodes
+    /// over the node's own). So the thief takes one when
+    /// `(Σr + k·d) · local > w · d · distance`: a last task that the node's
+    /// workers are about to reach stays home, a backlog is shared. A
+    /// task's rest is `d - elapsed` while it runs for less than `d`, and
+    /// `elapsed - d` after (one that overran may run long), so hints queued
+    /// behind tasks that block become stealable as they block longer.
+    fn hint_for_thief(&self, node: usize, thief: usize) -> HintSteal {
+        if !self.node_all_busy(node) {
+            return HintSteal::No;
+        }
+        let d = self.hint_ns[node].load(Ordering::Relaxed);
+        if d == 0 {
+            // Nothing measured yet: no reason to leave it.
+            return HintSteal::Yes;
+        }
+        let workers = &self.node_workers[node];
+        let now = record::now_ns();
+        let mut backlog = self.hint_queues[node].len() as u64 * d;
+        for &w in workers {
+            let info = &self.workers[w];
+            backlog += info.hint_inbox.len() as u64 * d;
+            backlog += match info.placed_since.load(Ordering::Relaxed) {
+                // Busy with something unplaced: a task's length, on average.
+                0 => d,
+                since => d.abs_diff(now.saturating_sub(since - 1)),
+            };
+        }
+        let local = u64::from(self.topology.distance_by_index(node, node)).max(1);
+        let distance = u64::from(self.topology.distance_by_index(thief, node)).max(local);
+        if backlog.saturating_mul(local) > (workers.len() as u64 * d).saturating_mul(distance) {
+            HintSteal::Yes
+        } else {
+            // Look again after about a task's length (bounded either way).
+            HintSteal::Later(Duration::from_nanos(d.clamp(50_000, 10_000_000)))
         }
     }
 
@@ -856,10 +968,11 @@ impl Registry {
             _ => None,
         };
         let job = HeapJob::new(move || {
-            registry.record_placed_run(&data, key);
+            let run = registry.record_placed_run(&data, key);
             if let Err(p) = super::job::halt_unwinding(f) {
                 registry.handle_panic(p);
             }
+            drop(run);
             registry.terminate();
         });
         let route = self.route(place);
@@ -963,6 +1076,7 @@ impl WorkerThread {
             deque,
             private_head: Cell::new(std::ptr::null()),
             searching: Cell::new(false),
+            look_again: Cell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
             index,
             node,
@@ -1116,10 +1230,10 @@ impl WorkerThread {
                 Target::Worker(v) => {
                     let victim = &reg.workers[v];
                     let job = steal_from_stealer(&victim.stealer).or_else(|| {
-                        // A hint for a worker of my node, or of a node whose
-                        // workers are all busy.
+                        // A hint for a worker of my node, or one another
+                        // node may take (`hint_for_thief`).
                         let node = victim.seat.node;
-                        let ok = !places || node == self.node || reg.node_all_busy(node);
+                        let ok = !places || node == self.node || self.may_take_hint(node);
                         if ok {
                             steal_from(&victim.hint_inbox)
                         } else {
@@ -1131,7 +1245,7 @@ impl WorkerThread {
                 Target::NodeQueue(q) => steal_from(&reg.node_queues[q])
                     .or_else(|| {
                         // Hints of my node were looked at above.
-                        let ok = places && q != self.node && reg.node_all_busy(q);
+                        let ok = places && q != self.node && self.may_take_hint(q);
                         if ok {
                             steal_from(&reg.hint_queues[q])
                         } else {
@@ -1154,6 +1268,29 @@ impl WorkerThread {
         };
         bump(counter, 1);
         Some(job)
+    }
+
+    /// Whether this worker may take a hint placed on node index `node`
+    /// (another node) now; when it should look again later, notes when in
+    /// `look_again`.
+    fn may_take_hint(&self, node: usize) -> bool {
+        let reg = &*self.registry;
+        let queued = !reg.hint_queues[node].is_empty()
+            || reg.node_workers[node]
+                .iter()
+                .any(|&w| !reg.workers[w].hint_inbox.is_empty());
+        if !queued {
+            return false;
+        }
+        match reg.hint_for_thief(node, self.node) {
+            HintSteal::Yes => true,
+            HintSteal::No => false,
+            HintSteal::Later(after) => {
+                let soonest = self.look_again.get().map_or(after, |a| a.min(after));
+                self.look_again.set(Some(soonest));
+                false
+            }
+        }
     }
 
     /// Asks the nearest busy worker without a pending request to expose a
@@ -1273,15 +1410,20 @@ impl WorkerThread {
                             return LastLook::StayAwake;
                         }
                     }
+                    self.look_again.set(None);
                     found = self.find_work_timed(search);
                     let look = if found.is_some() {
                         LastLook::TookWork
                     } else if latch.is_none() && reg.terminating.load(Ordering::SeqCst) {
                         LastLook::StayAwake
+                    } else if let Some(after) = self.look_again.take() {
+                        // A hint left for its node: look again in a while,
+                        // in case its node stays busy for longer.
+                        LastLook::ParkFor(after)
                     } else {
                         LastLook::Park
                     };
-                    if look != LastLook::Park {
+                    if matches!(look, LastLook::TookWork | LastLook::StayAwake) {
                         if let Some(l) = latch {
                             l.wake_up();
                         }

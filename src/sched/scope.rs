@@ -263,7 +263,7 @@ impl<'scope> Scope<'scope> {
         let registry = Arc::clone(&self.registry);
         self.spawn_job(
             move |s| {
-                registry.record_placed_run(&data, key);
+                let _run = registry.record_placed_run(&data, key);
                 body(s)
             },
             self.registry.frame_node(route),

@@ -9,6 +9,7 @@
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 const ONE_SEARCHING: u64 = 1;
 const ONE_SLEEPING: u64 = 1 << 32;
@@ -58,16 +59,36 @@ impl Parker {
     }
 
     fn park(&self) -> Wake {
+        self.park_until(None)
+            .expect("a park without a deadline ends woken")
+    }
+
+    /// Waits for an unpark, or until `deadline`: `None` when it passed
+    /// first (the unpark, if one comes later, stays pending).
+    fn park_until(&self, deadline: Option<Instant>) -> Option<Wake> {
         let mut s = lock(&self.state);
         while !s.notified {
-            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+            match deadline {
+                None => s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return None;
+                    }
+                    s = self
+                        .cv
+                        .wait_timeout(s, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            }
         }
         s.notified = false;
-        if std::mem::take(&mut s.as_searcher) {
+        Some(if std::mem::take(&mut s.as_searcher) {
             Wake::AsSearcher
         } else {
             Wake::Plain
-        }
+        })
     }
 }
 
@@ -76,6 +97,10 @@ impl Parker {
 pub(crate) enum LastLook {
     /// Nothing: park.
     Park,
+    /// Nothing it may take now, but a placed task it left for its node
+    /// may become its to take: park for at most this long, then look
+    /// again.
+    ParkFor(Duration),
     /// It took a job: stay awake and run it.
     TookWork,
     /// Another reason to stay awake (its latch was set, termination).
@@ -230,19 +255,7 @@ impl Sleep {
 
     /// Wakes worker `w` if it sleeps (its latch was set).
     pub(crate) fn wake_specific(&self, w: usize) {
-        let was_idle = {
-            let mut idle = lock(&self.idle);
-            let list = &mut idle[self.worker_node[w]];
-            match list.iter().position(|&x| x == w) {
-                Some(i) => {
-                    list.swap_remove(i);
-                    self.state.fetch_sub(ONE_SLEEPING, Ordering::SeqCst);
-                    true
-                }
-                None => false,
-            }
-        };
-        if was_idle {
+        if self.unregister(w) {
             self.parkers[w].unpark(Wake::Plain);
         }
     }
@@ -265,8 +278,8 @@ impl Sleep {
     /// registered as sleeping) says there is a reason not to. `searching`
     /// says whether `w` currently counts as a searcher; it stops counting.
     ///
-    /// Returns how the worker was woken, or `None` if it did not park and
-    /// nobody woke it. With `Some(Wake::AsSearcher)` the worker counts as a
+    /// Returns how the worker was woken, or `None` if it did not park (or
+    /// its [`LastLook::ParkFor`] ran out) and nobody woke it. With `Some(Wake::AsSearcher)` the worker counts as a
     /// searcher again (and must hand over with
     /// [`Sleep::stop_searching`] when it stops).
     ///
@@ -298,36 +311,54 @@ impl Sleep {
         }
         fence(Ordering::SeqCst);
         let look = last_look();
-        if look != LastLook::Park {
-            let still_idle = {
-                let mut idle = lock(&self.idle);
-                let list = &mut idle[self.worker_node[w]];
-                match list.iter().position(|&x| x == w) {
-                    Some(i) => {
-                        list.swap_remove(i);
-                        self.state.fetch_sub(ONE_SLEEPING, Ordering::SeqCst);
-                        true
-                    }
-                    None => false,
+        match look {
+            LastLook::Park => return Some(self.parkers[w].park()),
+            LastLook::ParkFor(timeout) => {
+                if let Some(wake) = self.parkers[w].park_until(Some(Instant::now() + timeout)) {
+                    return Some(wake);
                 }
-            };
-            if still_idle {
-                if searching {
-                    self.hand_over(self.worker_node[w]);
+                // Timed out. Unregister; if a waker took us off the list
+                // meanwhile, its unpark is pending: consume it below. A
+                // timed-out worker does not hand over: it stopped counting
+                // as a searcher when it registered, which was the moment a
+                // producer could rely on it, and it looks again at once.
+                if self.unregister(w) {
+                    return None;
                 }
-                return None;
+                return Some(self.parkers[w].park());
             }
-            // Someone already took us off the idle list and is about to
-            // unpark us: consume that wake-up so accounting stays exact.
-            let wake = self.parkers[w].park();
-            if searching && wake == Wake::Plain {
-                // Woken for its latch, not counted as a searcher: the caller
-                // will not hand over, so we do (as above).
+            LastLook::TookWork | LastLook::StayAwake => {}
+        }
+        if self.unregister(w) {
+            if searching {
                 self.hand_over(self.worker_node[w]);
             }
-            return Some(wake);
+            return None;
         }
-        Some(self.parkers[w].park())
+        // Someone already took us off the idle list and is about to
+        // unpark us: consume that wake-up so accounting stays exact.
+        let wake = self.parkers[w].park();
+        if searching && wake == Wake::Plain {
+            // Woken for its latch, not counted as a searcher: the caller
+            // will not hand over, so we do (as above).
+            self.hand_over(self.worker_node[w]);
+        }
+        Some(wake)
+    }
+
+    /// Takes worker `w` off the idle list if it is still on it (nobody
+    /// has claimed it to unpark); returns whether it was.
+    fn unregister(&self, w: usize) -> bool {
+        let mut idle = lock(&self.idle);
+        let list = &mut idle[self.worker_node[w]];
+        match list.iter().position(|&x| x == w) {
+            Some(i) => {
+                list.swap_remove(i);
+                self.state.fetch_sub(ONE_SLEEPING, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
     }
 
     /// A worker stopped counting as a searcher without parking: if nobody
@@ -521,5 +552,64 @@ mod tests {
             assert_eq!(t.join().unwrap(), Some(Wake::Plain));
         }
         assert_eq!(sleep.counts(), (0, 0));
+    }
+
+    #[test]
+    fn a_timed_park_runs_out_unregistered_and_hands_nothing_over() {
+        let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
+        let t = parked(&sleep, 1);
+        assert!(sleep.try_start_searching());
+        let start = Instant::now();
+        let wake = sleep.park(0, true, || LastLook::ParkFor(Duration::from_millis(20)));
+        assert_eq!(wake, None, "nobody woke it");
+        assert!(start.elapsed() >= Duration::from_millis(20), "it waited");
+        // Worker 0 neither sleeps nor searches; worker 1 still sleeps (a
+        // hand-over would have woken it as a searcher).
+        assert_eq!(sleep.counts(), (0, 1));
+        sleep.wake_all();
+        assert_eq!(t.join().unwrap(), Some(Wake::Plain));
+    }
+
+    #[test]
+    fn a_timed_park_ends_early_when_woken() {
+        let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
+        let s = Arc::clone(&sleep);
+        let t = std::thread::spawn(move || {
+            s.park(0, false, || LastLook::ParkFor(Duration::from_secs(600)))
+        });
+        while sleep.counts().1 == 0 {
+            std::thread::yield_now();
+        }
+        sleep.new_work(0);
+        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+        assert_eq!(sleep.counts(), (1, 0));
+    }
+
+    #[test]
+    fn a_wake_that_races_a_timeout_is_consumed() {
+        // Claimed (taken off the idle list) but not yet unparked when its
+        // timeout runs out: the park must consume the coming unpark instead
+        // of returning with it pending, so the next park is not a no-op.
+        let sleep = Sleep::new(vec![0], 1);
+        std::thread::scope(|sc| {
+            let t = sc.spawn(|| {
+                sleep.park(0, false, || {
+                    // Claimed while still looking; unparked only later.
+                    let claimed = lock(&sleep.idle)[0].pop();
+                    assert_eq!(claimed, Some(0));
+                    sleep
+                        .state
+                        .fetch_add(ONE_SEARCHING.wrapping_sub(ONE_SLEEPING), Ordering::SeqCst);
+                    LastLook::ParkFor(Duration::from_millis(1))
+                })
+            });
+            std::thread::sleep(Duration::from_millis(30));
+            sleep.parkers[0].unpark(Wake::AsSearcher);
+            assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+        });
+        assert!(
+            !lock(&sleep.parkers[0].state).notified,
+            "the unpark was consumed"
+        );
     }
 }
