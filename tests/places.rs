@@ -278,7 +278,7 @@ fn a_strict_task_for_a_busy_node_waits_for_it() {
 /// Two nodes of one worker each, 30 apart (running a task away from its
 /// data is taken to cost 3 times its length), with node 1's mean placed
 /// task time primed to about `mean` by a strict task that long.
-fn primed_pair(mean: Duration) -> Arc<ThreadPool> {
+fn primed_pair(mean: Duration, distribution: Distribution) -> Arc<ThreadPool> {
     let topo = Topology::builder()
         .nodes(2)
         .l3_per_node(1)
@@ -286,7 +286,7 @@ fn primed_pair(mean: Duration) -> Arc<ThreadPool> {
         .distances(vec![10, 30, 30, 10])
         .build()
         .expect("described topology");
-    let pool = Arc::new(pool(topo, Policy::Locality, Distribution::SharedQueue));
+    let pool = Arc::new(pool(topo, Policy::Locality, distribution));
     let (tx, rx) = mpsc::channel();
     pool.spawn_on(&pool.node(1).unwrap().strict(), move || {
         std::thread::sleep(mean);
@@ -297,13 +297,29 @@ fn primed_pair(mean: Duration) -> Arc<ThreadPool> {
     pool
 }
 
-/// Holds node 1's worker in a strict task until `release` (or for `hold`,
-/// if given); returns when it started.
-fn hold(pool: &ThreadPool, hold: Option<Duration>, release: &Arc<AtomicBool>) -> Instant {
+/// How node 1's worker is held.
+#[derive(Clone, Copy, Debug)]
+enum Holder {
+    /// By a strict placed task.
+    Placed,
+    /// By an unplaced job (spawned by a strict task on node 1 while node
+    /// 0 is kept busy, so that node 1's worker takes it itself).
+    Unplaced,
+}
+
+/// Holds node 1's worker until `release` (or for `hold`, if given);
+/// returns once the holder runs, with a time taken before the worker took
+/// the holding job.
+fn hold(
+    pool: &Arc<ThreadPool>,
+    how: Holder,
+    hold: Option<Duration>,
+    release: &Arc<AtomicBool>,
+) -> Instant {
     let (tx, rx) = mpsc::channel();
     let r = Arc::clone(release);
-    pool.spawn_on(&pool.node(1).unwrap().strict(), move || {
-        tx.send(Instant::now()).unwrap();
+    let body = move || {
+        tx.send(()).unwrap();
         match hold {
             Some(d) => std::thread::sleep(d),
             None => {
@@ -312,9 +328,31 @@ fn hold(pool: &ThreadPool, hold: Option<Duration>, release: &Arc<AtomicBool>) ->
                 }
             }
         }
-    });
+    };
+    let start = Instant::now();
+    match how {
+        Holder::Placed => pool.spawn_on(&pool.node(1).unwrap().strict(), body),
+        Holder::Unplaced => {
+            let started = Arc::new(AtomicBool::new(false));
+            let s = Arc::clone(&started);
+            pool.spawn_on(&pool.node(0).unwrap().strict(), move || {
+                let until = Instant::now() + Duration::from_secs(30);
+                while !s.load(Ordering::Acquire) && Instant::now() < until {
+                    std::thread::yield_now();
+                }
+            });
+            let p = Arc::clone(pool);
+            pool.spawn_on(&pool.node(1).unwrap().strict(), move || {
+                p.spawn(move || {
+                    started.store(true, Ordering::Release);
+                    body()
+                })
+            });
+        }
+    }
     rx.recv_timeout(Duration::from_secs(30))
-        .expect("the holder started on node 1")
+        .expect("the holder started");
+    start
 }
 
 #[test]
@@ -323,55 +361,79 @@ fn a_hint_its_node_is_about_to_reach_stays_home() {
     // arrives, and node 0 is idle. Node 1 will have both done in ~100 ms;
     // node 0 would need ~150 ms for the hint away from its data, so it
     // leaves it (it would take it only once the holder overran by 100 ms).
-    let pool = primed_pair(Duration::from_millis(50));
-    let table = node_table(&pool);
-    let release = Arc::new(AtomicBool::new(false));
-    for round in 0..3 {
-        hold(&pool, Some(Duration::from_millis(50)), &release);
-        let (tx, rx) = mpsc::channel();
-        let table = Arc::clone(&table);
-        pool.spawn_on(&pool.node(1).unwrap(), move || {
-            tx.send(node_from(&table)).unwrap()
-        });
-        let ran = rx.recv_timeout(Duration::from_secs(30));
-        assert_eq!(
-            ran,
-            Ok(1),
-            "round {round}: the hint left node 1, which was about to take it"
-        );
+    for distribution in DISTRIBUTIONS {
+        let pool = primed_pair(Duration::from_millis(50), distribution);
+        let table = node_table(&pool);
+        let release = Arc::new(AtomicBool::new(false));
+        for round in 0..2 {
+            hold(
+                &pool,
+                Holder::Placed,
+                Some(Duration::from_millis(50)),
+                &release,
+            );
+            let (tx, rx) = mpsc::channel();
+            let table = Arc::clone(&table);
+            pool.spawn_on(&pool.node(1).unwrap(), move || {
+                tx.send(node_from(&table)).unwrap()
+            });
+            let ran = rx.recv_timeout(Duration::from_secs(30));
+            assert_eq!(
+                ran,
+                Ok(1),
+                "{distribution:?}, round {round}: the hint left node 1, which was about to take it"
+            );
+        }
     }
 }
 
 #[test]
-fn a_hint_behind_an_overrunning_task_is_taken_in_time() {
-    // Node 1's tasks take ~10 ms, but this one does not end. Node 0 must
-    // take the hint, though not before the holder has run 3 mean lengths
-    // (the cost of running it on node 0), and without a new push to wake
-    // it: it left the hint for later and must look again by itself.
-    let pool = primed_pair(Duration::from_millis(10));
-    let table = node_table(&pool);
-    let release = Arc::new(AtomicBool::new(false));
-    let start = hold(&pool, None, &release);
-    let (tx, rx) = mpsc::channel();
-    pool.spawn_on(&pool.node(1).unwrap(), move || {
-        tx.send((node_from(&table), Instant::now())).unwrap()
-    });
-    let ran = rx.recv_timeout(Duration::from_secs(30));
-    release.store(true, Ordering::Release);
-    let (node, at) = ran.expect("the hint ran while node 1 was held");
-    assert_eq!(node, 0);
-    let waited = at.duration_since(start);
-    assert!(
-        waited >= Duration::from_millis(25),
-        "node 0 took the hint after {waited:?}, before node 1's task had overrun"
-    );
+fn a_hint_behind_an_overrunning_job_is_taken_in_time() {
+    // Node 1's tasks take ~10 ms, but the job holding its worker does not
+    // end. Node 0 must take the hint, though not before the holder has run
+    // 3 mean lengths (the cost of running it on node 0), and without a new
+    // push to wake it: it left the hint for later and must look again by
+    // itself. Whether the holder is placed or not, and however the node
+    // distributes its hints.
+    let cases = [
+        (Holder::Placed, Distribution::SharedQueue),
+        (Holder::Placed, Distribution::RoundRobin),
+        (Holder::Placed, Distribution::ShortestQueue),
+        (Holder::Unplaced, Distribution::SharedQueue),
+    ];
+    for (how, distribution) in cases {
+        let pool = primed_pair(Duration::from_millis(10), distribution);
+        let table = node_table(&pool);
+        let release = Arc::new(AtomicBool::new(false));
+        let start = hold(&pool, how, None, &release);
+        // Node 0 has parked by now.
+        std::thread::sleep(Duration::from_millis(20));
+        let (tx, rx) = mpsc::channel();
+        pool.spawn_on(&pool.node(1).unwrap(), move || {
+            tx.send((node_from(&table), Instant::now())).unwrap()
+        });
+        let ran = rx.recv_timeout(Duration::from_secs(30));
+        release.store(true, Ordering::Release);
+        let (node, at) =
+            ran.unwrap_or_else(|_| panic!("{how:?}, {distribution:?}: the hint waited for node 1"));
+        assert_eq!(node, 0, "{how:?}, {distribution:?}");
+        // The mean is at least 10 ms, or 7/8 of it after the short task
+        // that spawns an unplaced holder: the rule allows the steal after
+        // 3 means, 26 ms or more, of which `start` saw all.
+        let waited = at.duration_since(start);
+        assert!(
+            waited >= Duration::from_millis(26),
+            "{how:?}, {distribution:?}: node 0 took the hint after {waited:?}, \
+             before node 1's job had overrun"
+        );
+    }
 }
 
 #[test]
 fn a_backlog_for_a_busy_node_is_shared() {
     // Eight 10 ms hints for node 1: its one worker would need 80 ms, so
     // idle node 0 takes some of them despite the distance.
-    let pool = primed_pair(Duration::from_millis(10));
+    let pool = primed_pair(Duration::from_millis(10), Distribution::SharedQueue);
     let table = node_table(&pool);
     let (tx, rx) = mpsc::channel();
     for _ in 0..8 {

@@ -31,9 +31,9 @@ pub(crate) struct WorkerInfo {
     /// Whether the worker runs a job (and so may hold private
     /// continuations). Written only by the worker, on transitions.
     busy: AtomicBool,
-    /// When the placed task this worker runs began (`record::now_ns() + 1`),
-    /// or 0; kept only when the pool times its hints (`Registry::time_hints`).
-    placed_since: AtomicU64,
+    /// When this worker last took a job (`record::now_ns() + 1`), or 0;
+    /// kept only when the pool times its hints (`Registry::time_hints`).
+    job_since: AtomicU64,
     seat: Seat,
     cpu: u32,
     /// Placed tasks for this worker: other workers of its node may take
@@ -102,25 +102,29 @@ pub(crate) enum Route {
 
 /// A placed task running on a worker, from
 /// [`Registry::record_placed_run`]: when timed, its end adds its duration
-/// to its node's mean and restores the worker's `placed_since` (a placed
-/// task may run inside another's wait).
+/// to the mean of the node it ran on.
 #[must_use = "the task is timed until the guard drops"]
 pub(crate) struct PlacedRun<'a> {
-    timed: Option<(&'a AtomicU64, &'a AtomicU64, u64, u64)>,
+    timed: Option<(&'a AtomicU64, u64)>,
 }
 
 impl Drop for PlacedRun<'_> {
     fn drop(&mut self) {
-        if let Some((since, mean, prev, start)) = self.timed {
+        if let Some((mean, start)) = self.timed {
             let d = record::now_ns().saturating_sub(start).max(1);
             let m = mean.load(Ordering::Relaxed);
             // An exponential mean (weight 1/8): a racing update from
             // another worker of the node may be lost, which only delays it.
             let next = if m == 0 { d } else { m - m / 8 + d / 8 };
             mean.store(next.max(1), Ordering::Relaxed);
-            since.store(prev, Ordering::Relaxed);
         }
     }
+}
+
+/// How long a thief that left a hint waits before it looks again: about
+/// the node's mean placed-task time `d` (ns), 1 to 10 ms.
+fn look_again_after(d: u64) -> Duration {
+    Duration::from_nanos(d.clamp(1_000_000, 10_000_000))
 }
 
 /// What a thief may do with another node's hint (see
@@ -334,7 +338,7 @@ impl Registry {
                     stealer: d.stealer(),
                     request: AtomicBool::new(false),
                     busy: AtomicBool::new(false),
-                    placed_since: AtomicU64::new(0),
+                    job_since: AtomicU64::new(0),
                     seat,
                     cpu: topo.pus()[p].os_index(),
                     hint_inbox: Injector::new(),
@@ -727,10 +731,17 @@ impl Registry {
                 let info = &self.workers[worker];
                 if strict {
                     info.strict_inbox.push(job);
+                    self.sleep.new_work_for_worker(worker);
                 } else {
                     info.hint_inbox.push(job);
+                    if !self.sleep.new_work_for_worker(worker) {
+                        // The worker is awake (maybe busy for long): its
+                        // node's other workers may take the hint, and other
+                        // nodes as for a node hint.
+                        let node = info.seat.node;
+                        self.sleep.new_work_on_node(node, self.node_all_busy(node));
+                    }
                 }
-                self.sleep.new_work_for_worker(worker);
             }
         }
     }
@@ -746,13 +757,10 @@ impl Registry {
         if !std::ptr::eq(Arc::as_ptr(&wt.registry), self) {
             return PlacedRun { timed: None };
         }
-        let info = &*self.workers[wt.index];
-        let timed = self.time_hints.then(|| {
-            let start = record::now_ns();
-            let prev = info.placed_since.swap(start + 1, Ordering::Relaxed);
-            (&info.placed_since, &*self.hint_ns[wt.node], prev, start)
-        });
-        let stats = &info.stats;
+        let timed = self
+            .time_hints
+            .then(|| (&*self.hint_ns[wt.node], record::now_ns()));
+        let stats = &wt.info().stats;
         bump(&stats.placed, 1);
         if record::any_active() {
             if let Some(node) = data.iter().find_map(|a| a.node) {
@@ -785,15 +793,16 @@ impl Registry {
     /// only when the node's backlog would keep its workers busier than
     /// running the task away from its data costs. With `w` workers, `k`
     /// hints queued, `d` the node's mean placed-task time and `r` the
-    /// expected rest of each worker's current task, the node needs about
+    /// expected rest of each worker's current job, the node needs about
     /// `(Σr + k·d) / w` to run them all; running one elsewhere takes `d`
     /// inflated by the distance ratio (SLIT distance between the nodes
     /// over the node's own). So the thief takes one when
     /// `(Σr + k·d) · local > w · d · distance`: a last task that the node's
-    /// workers are about to reach stays home, a backlog is shared. A
-    /// task's rest is `d - elapsed` while it runs for less than `d`, and
-    /// `elapsed - d` after (one that overran may run long), so hints queued
-    /// behind tasks that block become stealable as they block longer.
+    /// workers are about to reach stays home, a backlog is shared. A job's
+    /// rest is `d - elapsed` while it runs for less than `d`, and
+    /// `elapsed - d` after (one that overran may run long), whether it is
+    /// placed or not, so hints queued behind jobs that block become
+    /// stealable as they block longer.
     fn hint_for_thief(&self, node: usize, thief: usize) -> HintSteal {
         if !self.node_all_busy(node) {
             return HintSteal::No;
@@ -809,8 +818,8 @@ impl Registry {
         for &w in workers {
             let info = &self.workers[w];
             backlog += info.hint_inbox.len() as u64 * d;
-            backlog += match info.placed_since.load(Ordering::Relaxed) {
-                // Busy with something unplaced: a task's length, on average.
+            backlog += match info.job_since.load(Ordering::Relaxed) {
+                // Not stamped yet: a task's length, on average.
                 0 => d,
                 since => d.abs_diff(now.saturating_sub(since - 1)),
             };
@@ -820,8 +829,7 @@ impl Registry {
         if backlog.saturating_mul(local) > (workers.len() as u64 * d).saturating_mul(distance) {
             HintSteal::Yes
         } else {
-            // Look again after about a task's length (bounded either way).
-            HintSteal::Later(Duration::from_nanos(d.clamp(50_000, 10_000_000)))
+            HintSteal::Later(look_again_after(d))
         }
     }
 
@@ -1282,15 +1290,17 @@ impl WorkerThread {
         if !queued {
             return false;
         }
-        match reg.hint_for_thief(node, self.node) {
-            HintSteal::Yes => true,
-            HintSteal::No => false,
-            HintSteal::Later(after) => {
-                let soonest = self.look_again.get().map_or(after, |a| a.min(after));
-                self.look_again.set(Some(soonest));
-                false
-            }
-        }
+        let after = match reg.hint_for_thief(node, self.node) {
+            HintSteal::Yes => return true,
+            HintSteal::Later(after) => after,
+            // A worker of the node looked free; it is about to take the
+            // hint, or was between two jobs (`busy` is clear while a worker
+            // looks for its next one). Look again in case it stays busy.
+            HintSteal::No => look_again_after(reg.hint_ns[node].load(Ordering::Relaxed)),
+        };
+        let soonest = self.look_again.get().map_or(after, |a| a.min(after));
+        self.look_again.set(Some(soonest));
+        false
     }
 
     /// Asks the nearest busy worker without a pending request to expose a
@@ -1304,6 +1314,19 @@ impl WorkerThread {
                 return;
             }
         }
+    }
+
+    /// This worker found a job: it is busy (since now, when the pool times
+    /// hints), then stops searching, in that order, so that a sleeper the
+    /// hand-over wakes sees it busy (`Registry::hint_for_thief`).
+    fn took_job(&self) {
+        let info = self.info();
+        info.busy.store(true, Ordering::Relaxed);
+        if self.registry.time_hints {
+            info.job_since
+                .store(record::now_ns() + 1, Ordering::Relaxed);
+        }
+        self.stop_searching();
     }
 
     /// Stops counting as a searcher, if this worker did (found work, its
@@ -1373,13 +1396,13 @@ impl WorkerThread {
         let mut rounds = 0u32;
         loop {
             if latch.is_some_and(CoreLatch::probe) {
-                self.stop_searching();
+                // Busy first: a sleeper the hand-over wakes sees it so.
                 info.busy.store(true, Ordering::Relaxed);
+                self.stop_searching();
                 return None;
             }
             if let Some(job) = self.find_work_timed(search) {
-                self.stop_searching();
-                info.busy.store(true, Ordering::Relaxed);
+                self.took_job();
                 return Some(job);
             }
             if latch.is_none() && reg.terminating.load(Ordering::Acquire) {
@@ -1437,8 +1460,7 @@ impl WorkerThread {
                 self.searching.set(true);
             }
             if let Some(job) = found {
-                self.stop_searching();
-                info.busy.store(true, Ordering::Relaxed);
+                self.took_job();
                 return Some(job);
             }
             rounds = 0;

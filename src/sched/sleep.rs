@@ -194,14 +194,13 @@ impl Sleep {
         }
     }
 
-    /// New work only worker `w` may take (or should take first).
+    /// New work only worker `w` may take (or should take first); returns
+    /// whether `w` slept and was woken.
     #[inline]
-    pub(crate) fn new_work_for_worker(&self, w: usize) {
+    pub(crate) fn new_work_for_worker(&self, w: usize) -> bool {
         fence(Ordering::SeqCst);
         let s = self.state.load(Ordering::Relaxed);
-        if sleeping(s) > 0 {
-            self.wake_specific(w);
-        }
+        sleeping(s) > 0 && self.wake_specific(w)
     }
 
     /// Whether some worker sleeps while none searches: then new work must
@@ -253,11 +252,14 @@ impl Sleep {
         }
     }
 
-    /// Wakes worker `w` if it sleeps (its latch was set).
-    pub(crate) fn wake_specific(&self, w: usize) {
-        if self.unregister(w) {
+    /// Wakes worker `w` if it sleeps (its latch was set); returns whether
+    /// it did.
+    pub(crate) fn wake_specific(&self, w: usize) -> bool {
+        let slept = self.unregister(w);
+        if slept {
             self.parkers[w].unpark(Wake::Plain);
         }
+        slept
     }
 
     /// Wakes every sleeper (termination).
@@ -542,8 +544,8 @@ mod tests {
         while sleep.counts().1 < 3 {
             std::thread::yield_now();
         }
-        sleep.wake_specific(1);
-        sleep.wake_specific(1); // not idle any more: no effect
+        assert!(sleep.wake_specific(1));
+        assert!(!sleep.wake_specific(1), "not idle any more: no effect");
         while sleep.counts().1 != 2 {
             std::thread::yield_now();
         }
