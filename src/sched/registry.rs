@@ -31,9 +31,11 @@ pub(crate) struct WorkerInfo {
     /// Whether the worker runs a job (and so may hold private
     /// continuations). Written only by the worker, on transitions.
     busy: AtomicBool,
-    /// When this worker last took a job (`record::now_ns() + 1`), or 0;
-    /// kept only when the pool times its hints (`Registry::time_hints`).
-    job_since: AtomicU64,
+    /// How many jobs this worker has taken, when the pool times its hints
+    /// (`Registry::time_hints`); written only by the worker. Thieves time
+    /// how long it stays the same (`Registry::job_seen`): no clock read on
+    /// the worker's side.
+    job_seq: AtomicU64,
     seat: Seat,
     cpu: u32,
     /// Placed tasks for this worker: other workers of its node may take
@@ -121,10 +123,19 @@ impl Drop for PlacedRun<'_> {
     }
 }
 
+/// One placed task in this many (per worker, starting with the first) is
+/// timed for its node's mean: a clock read can cost microseconds where the
+/// clock is not the TSC (the emulated guest reads an HPET).
+const TIME_EVERY: u64 = 8;
+
 /// How long a thief that left a hint waits before it looks again: about
-/// the node's mean placed-task time `d` (ns), 1 to 10 ms.
+/// the node's mean placed-task time `d` (ns), 0.1 to 10 ms. The estimate
+/// changes by about `d` in that time; a deferral lasts a few `d` at most
+/// (then the node took the hint or its job overran), so short tasks cost
+/// a few short naps, and a longer floor would keep a thief from a stalled
+/// node's short tasks for that long.
 fn look_again_after(d: u64) -> Duration {
-    Duration::from_nanos(d.clamp(1_000_000, 10_000_000))
+    Duration::from_nanos(d.clamp(100_000, 10_000_000))
 }
 
 /// What a thief may do with another node's hint (see
@@ -157,8 +168,13 @@ pub(crate) struct Registry {
     /// (ns; 0 before the first), when `time_hints`.
     hint_ns: Vec<CachePadded<AtomicU64>>,
     /// Whether other nodes may take hints (the `Locality` policy): then
-    /// placed tasks are timed, for [`Registry::hint_for_thief`].
+    /// some placed tasks are timed and jobs counted, for
+    /// [`Registry::hint_for_thief`].
     time_hints: bool,
+    /// Per worker, the `job_seq` a thief last saw and when it first saw
+    /// it (`record::now_ns()`): how long the worker has been in its
+    /// current job, at least. Written by thieves only.
+    job_seen: Vec<CachePadded<(AtomicU64, AtomicU64)>>,
     /// Workers of each node index.
     node_workers: Vec<Vec<usize>>,
     /// For each node index: itself if it has workers, else the nearest
@@ -223,6 +239,14 @@ pub(crate) struct WorkerThread {
     /// Set by a look that left another node's hint for later
     /// ([`HintSteal::Later`]): the soonest it should look again.
     look_again: Cell<Option<Duration>>,
+    /// The clock as read during the current look at the queues (0: not
+    /// read yet), for `may_take_hint`.
+    look_now: Cell<u64>,
+    /// Jobs taken (the worker's `job_seq`), when the pool times hints.
+    jobs_taken: Cell<u64>,
+    /// Placed tasks started, when the pool times hints (one in
+    /// [`TIME_EVERY`] is timed).
+    placed_runs: Cell<u64>,
     rng: Cell<u64>,
     index: usize,
     node: usize,
@@ -338,7 +362,7 @@ impl Registry {
                     stealer: d.stealer(),
                     request: AtomicBool::new(false),
                     busy: AtomicBool::new(false),
-                    job_since: AtomicU64::new(0),
+                    job_seq: AtomicU64::new(0),
                     seat,
                     cpu: topo.pus()[p].os_index(),
                     hint_inbox: Injector::new(),
@@ -382,6 +406,10 @@ impl Registry {
             // With one node of workers nobody could take a hint.
             time_hints: config.policy == Policy::Locality
                 && node_workers.iter().filter(|w| !w.is_empty()).count() > 1,
+            // No `job_seq` is u64::MAX: the first sighting records its time.
+            job_seen: (0..n)
+                .map(|_| CachePadded::new((AtomicU64::new(u64::MAX), AtomicU64::new(0))))
+                .collect(),
             node_workers,
             redirect,
             recent: (0..RECENT_SLOTS).map(|_| AtomicUsize::new(0)).collect(),
@@ -748,8 +776,9 @@ impl Registry {
 
     /// Book-keeping when a placed task starts on the current worker:
     /// counts it, its declared bytes (local or not) and, for temporal
-    /// places, remembers the worker. Under `Locality` it also times the
-    /// task: keep the returned guard until the task ends.
+    /// places, remembers the worker. Under `Locality` on several nodes it
+    /// also times one placed task in [`TIME_EVERY`] (and the first) of each
+    /// worker: keep the returned guard until the task ends.
     pub(crate) fn record_placed_run(&self, data: &[Access], key: Option<u64>) -> PlacedRun<'_> {
         let Some(wt) = WorkerThread::current() else {
             return PlacedRun { timed: None };
@@ -757,9 +786,13 @@ impl Registry {
         if !std::ptr::eq(Arc::as_ptr(&wt.registry), self) {
             return PlacedRun { timed: None };
         }
-        let timed = self
-            .time_hints
-            .then(|| (&*self.hint_ns[wt.node], record::now_ns()));
+        let timed = if self.time_hints {
+            let n = wt.placed_runs.get();
+            wt.placed_runs.set(n.wrapping_add(1));
+            (n % TIME_EVERY == 0).then(|| (&*self.hint_ns[wt.node], record::now_ns()))
+        } else {
+            None
+        };
         let stats = &wt.info().stats;
         bump(&stats.placed, 1);
         if record::any_active() {
@@ -802,8 +835,15 @@ impl Registry {
     /// rest is `d - elapsed` while it runs for less than `d`, and
     /// `elapsed - d` after (one that overran may run long), whether it is
     /// placed or not, so hints queued behind jobs that block become
-    /// stealable as they block longer.
-    fn hint_for_thief(&self, node: usize, thief: usize) -> HintSteal {
+    /// stealable as they block longer. `elapsed` is counted from the first
+    /// time a thief saw the worker in that job (its `job_seq` unchanged),
+    /// so that busy workers read no clock; a job first seen now counts as
+    /// just begun.
+    ///
+    /// `now` gives `record::now_ns()`; a thief reads the clock at most once
+    /// per look at the queues (a read costs 2.4 µs in the emulated guest,
+    /// whose clock is an HPET).
+    fn hint_for_thief(&self, node: usize, thief: usize, now: impl FnOnce() -> u64) -> HintSteal {
         if !self.node_all_busy(node) {
             return HintSteal::No;
         }
@@ -813,16 +853,23 @@ impl Registry {
             return HintSteal::Yes;
         }
         let workers = &self.node_workers[node];
-        let now = record::now_ns();
+        let now = now();
         let mut backlog = self.hint_queues[node].len() as u64 * d;
         for &w in workers {
             let info = &self.workers[w];
             backlog += info.hint_inbox.len() as u64 * d;
-            backlog += match info.job_since.load(Ordering::Relaxed) {
-                // Not stamped yet: a task's length, on average.
-                0 => d,
-                since => d.abs_diff(now.saturating_sub(since - 1)),
+            let seq = info.job_seq.load(Ordering::Relaxed);
+            let (seen_seq, seen_at) = &*self.job_seen[w];
+            // Racing thieves may each record a first sighting; any of them
+            // is a lower bound of the job's start (or close to one).
+            let elapsed = if seen_seq.load(Ordering::Relaxed) == seq {
+                now.saturating_sub(seen_at.load(Ordering::Relaxed))
+            } else {
+                seen_at.store(now, Ordering::Relaxed);
+                seen_seq.store(seq, Ordering::Relaxed);
+                0
             };
+            backlog += d.abs_diff(elapsed);
         }
         let local = u64::from(self.topology.distance_by_index(node, node)).max(1);
         let distance = u64::from(self.topology.distance_by_index(thief, node)).max(local);
@@ -1085,6 +1132,9 @@ impl WorkerThread {
             private_head: Cell::new(std::ptr::null()),
             searching: Cell::new(false),
             look_again: Cell::new(None),
+            look_now: Cell::new(0),
+            jobs_taken: Cell::new(0),
+            placed_runs: Cell::new(0),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
             index,
             node,
@@ -1216,6 +1266,7 @@ impl WorkerThread {
         if let Some(job) = self.deque.pop() {
             return Some(job);
         }
+        self.look_now.set(0);
         let reg = &*self.registry;
         let me = self.info();
         let stats = &me.stats;
@@ -1290,7 +1341,15 @@ impl WorkerThread {
         if !queued {
             return false;
         }
-        let after = match reg.hint_for_thief(node, self.node) {
+        let now = || match self.look_now.get() {
+            0 => {
+                let t = record::now_ns().max(1);
+                self.look_now.set(t);
+                t
+            }
+            t => t,
+        };
+        let after = match reg.hint_for_thief(node, self.node, now) {
             HintSteal::Yes => return true,
             HintSteal::Later(after) => after,
             // A worker of the node looked free; it is about to take the
@@ -1316,15 +1375,16 @@ impl WorkerThread {
         }
     }
 
-    /// This worker found a job: it is busy (since now, when the pool times
-    /// hints), then stops searching, in that order, so that a sleeper the
+    /// This worker found a job: it is busy (and, when the pool times hints,
+    /// counts the job), then stops searching, in that order, so that a sleeper the
     /// hand-over wakes sees it busy (`Registry::hint_for_thief`).
     fn took_job(&self) {
         let info = self.info();
         info.busy.store(true, Ordering::Relaxed);
         if self.registry.time_hints {
-            info.job_since
-                .store(record::now_ns() + 1, Ordering::Relaxed);
+            let n = self.jobs_taken.get().wrapping_add(1);
+            self.jobs_taken.set(n);
+            info.job_seq.store(n, Ordering::Relaxed);
         }
         self.stop_searching();
     }
