@@ -135,8 +135,11 @@ const TIME_EVERY: u64 = 8;
 /// a few short naps, and a longer floor would keep a thief from a stalled
 /// node's short tasks for that long.
 fn look_again_after(d: u64) -> Duration {
-    Duration::from_nanos(d.clamp(100_000, 10_000_000))
+    Duration::from_nanos(d.clamp(100_000, LOOK_AGAIN_CAP.as_nanos() as u64))
 }
+
+/// The longest a thief naps before it looks at a hint it left again.
+const LOOK_AGAIN_CAP: Duration = Duration::from_millis(10);
 
 /// What a thief may do with another node's hint (see
 /// [`Registry::hint_for_thief`]).
@@ -236,14 +239,18 @@ pub(crate) struct WorkerThread {
     /// Newest private continuation (head of the `PrivateJob` list).
     private_head: Cell<*const PrivateJob>,
     searching: Cell<bool>,
-    /// Set by a look that left another node's hint for later
-    /// ([`HintSteal::Later`]): the soonest it should look again.
+    /// Set by a look that left another node's hint for later (its node
+    /// looked about to take it, [`HintSteal::Later`], or had a worker
+    /// that looked free, [`HintSteal::No`]): the soonest it should look
+    /// again.
     look_again: Cell<Option<Duration>>,
     /// The clock as read during the current look at the queues (0: not
     /// read yet), for `may_take_hint`.
     look_now: Cell<u64>,
     /// Jobs taken (the worker's `job_seq`), when the pool times hints.
     jobs_taken: Cell<u64>,
+    /// Timed naps (`LastLook::ParkFor`) since this worker last took a job.
+    naps: Cell<u32>,
     /// Placed tasks started, when the pool times hints (one in
     /// [`TIME_EVERY`] is timed).
     placed_runs: Cell<u64>,
@@ -762,7 +769,7 @@ impl Registry {
                     self.sleep.new_work_for_worker(worker);
                 } else {
                     info.hint_inbox.push(job);
-                    if !self.sleep.new_work_for_worker(worker) {
+                    if !self.sleep.new_hint_for_worker(worker) {
                         // The worker is awake (maybe busy for long): its
                         // node's other workers may take the hint, and other
                         // nodes as for a node hint.
@@ -860,8 +867,10 @@ impl Registry {
             backlog += info.hint_inbox.len() as u64 * d;
             let seq = info.job_seq.load(Ordering::Relaxed);
             let (seen_seq, seen_at) = &*self.job_seen[w];
-            // Racing thieves may each record a first sighting; any of them
-            // is a lower bound of the job's start (or close to one).
+            // Racing thieves may each record a first sighting, close to
+            // one another; the time since is about how long the worker has
+            // been in the job, or less (it may have started before anyone
+            // looked).
             let elapsed = if seen_seq.load(Ordering::Relaxed) == seq {
                 now.saturating_sub(seen_at.load(Ordering::Relaxed))
             } else {
@@ -1134,6 +1143,7 @@ impl WorkerThread {
             look_again: Cell::new(None),
             look_now: Cell::new(0),
             jobs_taken: Cell::new(0),
+            naps: Cell::new(0),
             placed_runs: Cell::new(0),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
             index,
@@ -1381,6 +1391,7 @@ impl WorkerThread {
     fn took_job(&self) {
         let info = self.info();
         info.busy.store(true, Ordering::Relaxed);
+        self.naps.set(0);
         if self.registry.time_hints {
             let n = self.jobs_taken.get().wrapping_add(1);
             self.jobs_taken.set(n);
@@ -1501,8 +1512,18 @@ impl WorkerThread {
                         LastLook::StayAwake
                     } else if let Some(after) = self.look_again.take() {
                         // A hint left for its node: look again in a while,
-                        // in case its node stays busy for longer.
-                        LastLook::ParkFor(after)
+                        // in case its node stays busy for longer; twice as
+                        // long after each such nap without a job, up to the
+                        // cap, so that a node that stays busy does not
+                        // keep other nodes' idle workers waking.
+                        let naps = self.naps.get();
+                        self.naps.set(naps.saturating_add(1));
+                        LastLook::ParkFor(
+                            after
+                                .saturating_mul(1 << naps.min(16))
+                                .min(LOOK_AGAIN_CAP)
+                                .max(after),
+                        )
                     } else {
                         LastLook::Park
                     };

@@ -212,6 +212,36 @@ impl Sleep {
         searching(s) == 0 && sleeping(s) > 0
     }
 
+    /// A hint for worker `w` (which others may take too) was published:
+    /// wakes `w` as a searcher if it sleeps, so that it hands over when it
+    /// takes the hint (as a worker woken for a node hint does), and returns
+    /// whether it did.
+    #[inline]
+    pub(crate) fn new_hint_for_worker(&self, w: usize) -> bool {
+        fence(Ordering::SeqCst);
+        let s = self.state.load(Ordering::Relaxed);
+        if sleeping(s) == 0 {
+            return false;
+        }
+        let woken = {
+            let mut idle = lock(&self.idle);
+            let list = &mut idle[self.worker_node[w]];
+            match list.iter().position(|&x| x == w) {
+                Some(i) => {
+                    list.swap_remove(i);
+                    self.state
+                        .fetch_add(ONE_SEARCHING.wrapping_sub(ONE_SLEEPING), Ordering::SeqCst);
+                    true
+                }
+                None => false,
+            }
+        };
+        if woken {
+            self.parkers[w].unpark(Wake::AsSearcher);
+        }
+        woken
+    }
+
     /// Wakes one sleeper of `node` as a searcher, if one sleeps; returns
     /// whether one did.
     #[cold]
@@ -613,5 +643,15 @@ mod tests {
             !lock(&sleep.parkers[0].state).notified,
             "the unpark was consumed"
         );
+    }
+
+    #[test]
+    fn a_hint_wakes_its_sleeping_worker_as_a_searcher() {
+        let sleep = Arc::new(Sleep::new(vec![0, 0], 1));
+        let t = parked(&sleep, 1);
+        assert!(!sleep.new_hint_for_worker(0), "worker 0 does not sleep");
+        assert!(sleep.new_hint_for_worker(1));
+        assert_eq!(t.join().unwrap(), Some(Wake::AsSearcher));
+        assert_eq!(sleep.counts(), (1, 0), "it counts as searching");
     }
 }
