@@ -135,8 +135,16 @@ const TIME_EVERY: u64 = 8;
 /// a few short naps, and a longer floor would keep a thief from a stalled
 /// node's short tasks for that long.
 fn look_again_after(d: u64) -> Duration {
-    Duration::from_nanos(d.clamp(100_000, LOOK_AGAIN_CAP.as_nanos() as u64))
+    Duration::from_nanos(d.clamp(
+        LOOK_AGAIN_FLOOR.as_nanos() as u64,
+        LOOK_AGAIN_CAP.as_nanos() as u64,
+    ))
 }
+
+/// The shortest nap of a thief that left a hint; nodes whose placed tasks
+/// take less on average have their hints taken as before the cost rule
+/// (whenever the node is all busy).
+const LOOK_AGAIN_FLOOR: Duration = Duration::from_micros(100);
 
 /// The longest a thief naps before it looks at a hint it left again.
 const LOOK_AGAIN_CAP: Duration = Duration::from_millis(10);
@@ -842,7 +850,9 @@ impl Registry {
     /// rest is `d - elapsed` while it runs for less than `d`, and
     /// `elapsed - d` after (one that overran may run long), whether it is
     /// placed or not, so hints queued behind jobs that block become
-    /// stealable as they block longer. `elapsed` is counted from the first
+    /// stealable as they block longer. Nodes whose placed tasks take less
+    /// than a thief's shortest nap (0.1 ms) on average are exempt: waiting
+    /// for them would idle longer than the task. `elapsed` is counted from the first
     /// time a thief saw the worker in that job (its `job_seq` unchanged),
     /// so that busy workers read no clock; a job first seen now counts as
     /// just begun.
@@ -855,8 +865,10 @@ impl Registry {
             return HintSteal::No;
         }
         let d = self.hint_ns[node].load(Ordering::Relaxed);
-        if d == 0 {
-            // Nothing measured yet: no reason to leave it.
+        if d < LOOK_AGAIN_FLOOR.as_nanos() as u64 {
+            // Nothing measured yet, or tasks shorter than a thief's nap:
+            // it could not wait for the node without idling longer than
+            // the task, so it takes it (as when the node is all busy).
             return HintSteal::Yes;
         }
         let workers = &self.node_workers[node];
