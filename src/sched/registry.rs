@@ -128,12 +128,10 @@ impl Drop for PlacedRun<'_> {
 /// clock is not the TSC (the emulated guest reads an HPET).
 const TIME_EVERY: u64 = 8;
 
-/// How long a thief that left a hint waits before it looks again: about
-/// the node's mean placed-task time `d` (ns), 0.1 to 10 ms. The estimate
-/// changes by about `d` in that time; a deferral lasts a few `d` at most
-/// (then the node took the hint or its job overran), so short tasks cost
-/// a few short naps, and a longer floor would keep a thief from a stalled
-/// node's short tasks for that long.
+/// How long a thief that left a hint waits before it looks again, from
+/// `d` ns (the time until the estimate could allow taking it, or the
+/// node's mean task time when a worker looked free), kept within 0.1 to
+/// 10 ms.
 fn look_again_after(d: u64) -> Duration {
     Duration::from_nanos(d.clamp(
         LOOK_AGAIN_FLOOR.as_nanos() as u64,
@@ -257,8 +255,6 @@ pub(crate) struct WorkerThread {
     look_now: Cell<u64>,
     /// Jobs taken (the worker's `job_seq`), when the pool times hints.
     jobs_taken: Cell<u64>,
-    /// Timed naps (`LastLook::ParkFor`) since this worker last took a job.
-    naps: Cell<u32>,
     /// Placed tasks started, when the pool times hints (one in
     /// [`TIME_EVERY`] is timed).
     placed_runs: Cell<u64>,
@@ -850,12 +846,12 @@ impl Registry {
     /// rest is `d - elapsed` while it runs for less than `d`, and
     /// `elapsed - d` after (one that overran may run long), whether it is
     /// placed or not, so hints queued behind jobs that block become
-    /// stealable as they block longer. Nodes whose placed tasks take less
-    /// than a thief's shortest nap (0.1 ms) on average are exempt: waiting
-    /// for them would idle longer than the task. `elapsed` is counted from the first
+    /// stealable as they block longer. `elapsed` is counted from the first
     /// time a thief saw the worker in that job (its `job_seq` unchanged),
     /// so that busy workers read no clock; a job first seen now counts as
-    /// just begun.
+    /// just begun. Nodes whose placed tasks take less than a thief's
+    /// shortest nap (0.1 ms) on average are exempt: waiting for them would
+    /// idle longer than the task.
     ///
     /// `now` gives `record::now_ns()`; a thief reads the clock at most once
     /// per look at the queues (a read costs 2.4 µs in the emulated guest,
@@ -894,10 +890,15 @@ impl Registry {
         }
         let local = u64::from(self.topology.distance_by_index(node, node)).max(1);
         let distance = u64::from(self.topology.distance_by_index(thief, node)).max(local);
-        if backlog.saturating_mul(local) > (workers.len() as u64 * d).saturating_mul(distance) {
+        let w = workers.len() as u64;
+        let threshold = (w * d).saturating_mul(distance);
+        let have = backlog.saturating_mul(local);
+        if have > threshold {
             HintSteal::Yes
         } else {
-            HintSteal::Later(look_again_after(d))
+            // If nothing changes, each overrunning worker adds to the
+            // backlog as time passes: look again when it could be enough.
+            HintSteal::Later(look_again_after((threshold - have) / (local * w).max(1)))
         }
     }
 
@@ -1155,7 +1156,6 @@ impl WorkerThread {
             look_again: Cell::new(None),
             look_now: Cell::new(0),
             jobs_taken: Cell::new(0),
-            naps: Cell::new(0),
             placed_runs: Cell::new(0),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
             index,
@@ -1305,6 +1305,9 @@ impl WorkerThread {
             }
         }
         let places = reg.policy.honours_places();
+        // Only `Locality` queues hints (`StrictLocality` makes every place
+        // strict), so only there may another node's be taken.
+        let hints = reg.policy == Policy::Locality;
         let found = reg.plans[self.index].visit(
             || self.next_random(),
             |target| match target {
@@ -1314,7 +1317,9 @@ impl WorkerThread {
                         // A hint for a worker of my node, or one another
                         // node may take (`hint_for_thief`).
                         let node = victim.seat.node;
-                        let ok = !places || node == self.node || self.may_take_hint(node);
+                        let ok = !places
+                            || node == self.node
+                            || (hints && self.may_take_hint(node, &victim.hint_inbox));
                         if ok {
                             steal_from(&victim.hint_inbox)
                         } else {
@@ -1326,7 +1331,8 @@ impl WorkerThread {
                 Target::NodeQueue(q) => steal_from(&reg.node_queues[q])
                     .or_else(|| {
                         // Hints of my node were looked at above.
-                        let ok = places && q != self.node && self.may_take_hint(q);
+                        let ok =
+                            hints && q != self.node && self.may_take_hint(q, &reg.hint_queues[q]);
                         if ok {
                             steal_from(&reg.hint_queues[q])
                         } else {
@@ -1351,16 +1357,12 @@ impl WorkerThread {
         Some(job)
     }
 
-    /// Whether this worker may take a hint placed on node index `node`
-    /// (another node) now; when it should look again later, notes when in
-    /// `look_again`.
-    fn may_take_hint(&self, node: usize) -> bool {
+    /// Whether this worker may take a hint from `queue`, one of node index
+    /// `node`'s (another node); when it should look again later, notes
+    /// when in `look_again`.
+    fn may_take_hint(&self, node: usize, queue: &Injector<JobRef>) -> bool {
         let reg = &*self.registry;
-        let queued = !reg.hint_queues[node].is_empty()
-            || reg.node_workers[node]
-                .iter()
-                .any(|&w| !reg.workers[w].hint_inbox.is_empty());
-        if !queued {
+        if queue.is_empty() {
             return false;
         }
         let now = || match self.look_now.get() {
@@ -1403,7 +1405,6 @@ impl WorkerThread {
     fn took_job(&self) {
         let info = self.info();
         info.busy.store(true, Ordering::Relaxed);
-        self.naps.set(0);
         if self.registry.time_hints {
             let n = self.jobs_taken.get().wrapping_add(1);
             self.jobs_taken.set(n);
@@ -1523,19 +1524,10 @@ impl WorkerThread {
                     } else if latch.is_none() && reg.terminating.load(Ordering::SeqCst) {
                         LastLook::StayAwake
                     } else if let Some(after) = self.look_again.take() {
-                        // A hint left for its node: look again in a while,
-                        // in case its node stays busy for longer; twice as
-                        // long after each such nap without a job, up to the
-                        // cap, so that a node that stays busy does not
-                        // keep other nodes' idle workers waking.
-                        let naps = self.naps.get();
-                        self.naps.set(naps.saturating_add(1));
-                        LastLook::ParkFor(
-                            after
-                                .saturating_mul(1 << naps.min(16))
-                                .min(LOOK_AGAIN_CAP)
-                                .max(after),
-                        )
+                        // A hint left for its node: look again when the
+                        // node's estimate could allow taking it, in case
+                        // the node stays busy for longer.
+                        LastLook::ParkFor(after)
                     } else {
                         LastLook::Park
                     };
