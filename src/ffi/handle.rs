@@ -137,21 +137,32 @@ impl<P: Default> SlotGuard<P> {
         self.slot.wake.notify_all();
     }
 
-    /// The guard for `guard` (its slot locked again), or `None` if the
-    /// handle of `generation` died while the lock was let go.
-    fn relocked(
-        table: &'static Slots<P>,
-        slot: &'static Slot<P>,
-        index: usize,
-        guard: MutexGuard<'static, SlotState<P>>,
-        generation: u32,
-    ) -> Option<Self> {
-        (guard.live && guard.generation == generation).then_some(SlotGuard {
+    /// Lets the slot's lock go through `step`, which gets the slot and its
+    /// guard and returns the guard again (relocked) with a result: the
+    /// guard for the same handle, or `None` if the handle died meanwhile.
+    #[inline]
+    fn relock_after<R>(
+        self,
+        step: impl FnOnce(
+            &'static Slot<P>,
+            MutexGuard<'static, SlotState<P>>,
+        ) -> (MutexGuard<'static, SlotState<P>>, R),
+    ) -> (Option<Self>, R) {
+        let SlotGuard {
             table,
             slot,
             index,
             guard,
-        })
+        } = self;
+        let generation = guard.generation;
+        let (guard, r) = step(slot, guard);
+        let again = (guard.live && guard.generation == generation).then_some(SlotGuard {
+            table,
+            slot,
+            index,
+            guard,
+        });
+        (again, r)
     }
 
     /// Unlocks the slot and blocks until [`SlotGuard::notify_all`], then
@@ -159,33 +170,23 @@ impl<P: Default> SlotGuard<P> {
     /// handle: for counts of the slot's waiters). `None` if the handle died
     /// meanwhile (the slot may have a new occupant).
     pub(crate) fn wait(self, woken: impl FnOnce(&mut P)) -> Option<Self> {
-        let generation = self.guard.generation;
-        let SlotGuard {
-            table,
-            slot,
-            index,
-            guard,
-        } = self;
-        let mut guard = slot.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
-        woken(&mut guard.payload);
-        Self::relocked(table, slot, index, guard, generation)
+        self.relock_after(|slot, guard| {
+            let mut guard = slot.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+            woken(&mut guard.payload);
+            (guard, ())
+        })
+        .0
     }
 
     /// Unlocks the slot, runs `f`, and locks it again: `None` (with `f`'s
     /// result) if the handle died meanwhile.
     #[inline]
     pub(crate) fn released<R>(self, f: impl FnOnce() -> R) -> (Option<Self>, R) {
-        let generation = self.guard.generation;
-        let SlotGuard {
-            table,
-            slot,
-            index,
-            guard,
-        } = self;
-        drop(guard);
-        let r = f();
-        let guard = lock(&slot.state);
-        (Self::relocked(table, slot, index, guard, generation), r)
+        self.relock_after(|slot, guard| {
+            drop(guard);
+            let r = f();
+            (lock(&slot.state), r)
+        })
     }
 
     /// [`SlotGuard::released`] for a caller that keeps the handle from

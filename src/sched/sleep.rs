@@ -223,19 +223,7 @@ impl Sleep {
         if sleeping(s) == 0 {
             return false;
         }
-        let woken = {
-            let mut idle = lock(&self.idle);
-            let list = &mut idle[self.worker_node[w]];
-            match list.iter().position(|&x| x == w) {
-                Some(i) => {
-                    list.swap_remove(i);
-                    self.state
-                        .fetch_add(ONE_SEARCHING.wrapping_sub(ONE_SLEEPING), Ordering::SeqCst);
-                    true
-                }
-                None => false,
-            }
-        };
+        let woken = self.take_off_idle(w, true);
         if woken {
             self.parkers[w].unpark(Wake::AsSearcher);
         }
@@ -381,16 +369,25 @@ impl Sleep {
     /// Takes worker `w` off the idle list if it is still on it (nobody
     /// has claimed it to unpark); returns whether it was.
     fn unregister(&self, w: usize) -> bool {
+        self.take_off_idle(w, false)
+    }
+
+    /// Takes worker `w` off the idle list if it is on it, counting it as
+    /// searching from then on if `as_searcher`; returns whether it was.
+    fn take_off_idle(&self, w: usize, as_searcher: bool) -> bool {
         let mut idle = lock(&self.idle);
         let list = &mut idle[self.worker_node[w]];
-        match list.iter().position(|&x| x == w) {
-            Some(i) => {
-                list.swap_remove(i);
-                self.state.fetch_sub(ONE_SLEEPING, Ordering::SeqCst);
-                true
-            }
-            None => false,
-        }
+        let Some(i) = list.iter().position(|&x| x == w) else {
+            return false;
+        };
+        list.swap_remove(i);
+        let delta = if as_searcher {
+            ONE_SEARCHING.wrapping_sub(ONE_SLEEPING)
+        } else {
+            ONE_SLEEPING.wrapping_neg()
+        };
+        self.state.fetch_add(delta, Ordering::SeqCst);
+        true
     }
 
     /// A worker stopped counting as a searcher without parking: if nobody
