@@ -21,6 +21,11 @@
 //!   No sequential runner: there is nothing to spawn; a one-thread terroir
 //!   pool shows the cost of a spawn without stealing or waking.
 //!
+//! - `spawn_on_10000`: 10,000 empty placed tasks in one scope (a node, a
+//!   data, a worker and a temporal place, under `Locality`), on one and on
+//!   two workers, beside as many unplaced spawns: what routing a place
+//!   costs a spawn.
+//!
 //! Runners, for each workload:
 //!
 //! - `sequential`: the same recursion with the join replaced by two calls;
@@ -346,5 +351,71 @@ fn spawns(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, overhead, spawns);
+/// Placed spawns per iteration of `spawn_on_*`.
+const PLACED_SPAWNS: usize = 10_000;
+
+/// `spawn_on_10000`: the cost of a placed spawn (routing the place,
+/// preparing the task's frame on the target node, the push), one scope of
+/// 10,000 empty tasks per iteration, under `Locality` on a one-worker
+/// pool (no stealing or waking to blur it) and on two workers. `spawn` is
+/// the unplaced reference.
+fn placed_spawns(c: &mut Criterion) {
+    let pools: Vec<(&str, terroir::ThreadPool)> = [("1-thread", 1), ("2-threads", THREADS)]
+        .into_iter()
+        .map(|(name, n)| {
+            let pool = terroir::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .policy(Policy::Locality)
+                .build()
+                .expect("cannot build a terroir pool");
+            (name, pool)
+        })
+        .collect();
+    let node = pools[0].1.topology().nodes()[0].id();
+    let data = terroir::pool::NodeVec::from_elem_on(0u8, 1 << 16, node)
+        .expect("cannot place a vector on node 0");
+    let mut group = c.benchmark_group(format!("spawn_on_{PLACED_SPAWNS}"));
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sampling_mode(SamplingMode::Flat);
+    for (name, pool) in &pools {
+        let places = [
+            ("node", pool.node(0).expect("node 0")),
+            ("data", terroir::Place::data(&data)),
+            ("worker", pool.worker(0).expect("worker 0")),
+            ("after", terroir::Place::after(7u32)),
+        ];
+        let count = AtomicU64::new(0);
+        group.bench_function(format!("{name}/spawn"), |b| {
+            b.iter(|| {
+                pool.scope(|s| {
+                    for _ in 0..PLACED_SPAWNS {
+                        s.spawn(|_| {
+                            count.fetch_add(1, Ordering::Relaxed);
+                        });
+                    }
+                })
+            })
+        });
+        for (kind, place) in &places {
+            group.bench_function(format!("{name}/{kind}"), |b| {
+                b.iter(|| {
+                    pool.scope(|s| {
+                        for _ in 0..PLACED_SPAWNS {
+                            s.spawn_on(place, |_| {
+                                count.fetch_add(1, Ordering::Relaxed);
+                            });
+                        }
+                    })
+                })
+            });
+        }
+        assert!(count.into_inner() > 0);
+    }
+    group.finish();
+}
+
+criterion_group!(benches, overhead, spawns, placed_spawns);
 criterion_main!(benches);
