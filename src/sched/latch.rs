@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::registry::WorkerThread;
+use super::worker::WorkerThread;
 
 /// Something a job sets when it is done.
 pub(crate) trait Latch {

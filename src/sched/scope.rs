@@ -9,7 +9,8 @@ use std::sync::Arc;
 use super::job::{halt_unwinding, HeapJob};
 use super::latch::{CoreLatch, CountLatch, CountLatchKind, Latch, LockLatch};
 use super::place::{Place, PlaceError};
-use super::registry::{global_registry, Registry, WorkerThread};
+use super::registry::{global_registry, Registry};
+use super::worker::WorkerThread;
 
 /// A scope in which tasks borrowing from the enclosing stack frame can be
 /// spawned; created by [`scope`](crate::scope) or
@@ -254,21 +255,10 @@ impl<'scope> Scope<'scope> {
     where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        let route = self.registry.route(place);
-        let data = place.data.clone();
-        let key = match place.target {
-            super::place::Target::After(k) => Some(k),
-            _ => None,
-        };
-        let registry = Arc::clone(&self.registry);
-        self.spawn_job(
-            move |s| {
-                let _run = registry.record_placed_run(&data, key);
-                body(s)
-            },
-            self.registry.frame_node(route),
-            |registry, job| registry.push_routed(route, job),
-        );
+        let body = self.counted(body);
+        // SAFETY: the job borrows only `'scope` data and the scope, both
+        // alive until the count latch (which it decrements) reaches zero.
+        unsafe { self.registry.spawn_placed(place, body) };
     }
 
     /// [`spawn_on`](Self::spawn_on), or an error (and nothing spawned) when
@@ -331,8 +321,23 @@ impl<'scope> Scope<'scope> {
     ) where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
+        let job = HeapJob::new(self.counted(body));
+        // SAFETY: the job borrows only `'scope` data and the scope, both
+        // alive until the count latch (which it decrements) reaches zero.
+        let job = unsafe { job.into_job_ref(frame_node) };
+        push(&self.registry, job);
+    }
+
+    /// Counts one more job of the scope and returns its body: `body` run
+    /// on the scope, its panic kept for the scope's end, and the count
+    /// taken back.
+    fn counted<BODY>(&self, body: BODY) -> impl FnOnce() + Send + 'scope
+    where
+        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
         let scope = ScopePtr(self as *const Self);
-        let job = HeapJob::new(move || {
+        self.latch.increment();
+        move || {
             let scope = scope;
             // SAFETY: the scope outlives its jobs: `complete` waits for the
             // count latch that this job decrements last.
@@ -342,12 +347,7 @@ impl<'scope> Scope<'scope> {
             }
             // SAFETY: the latch lives in the scope, alive until it reaches 0.
             unsafe { CountLatch::set(&scope.latch) };
-        });
-        self.latch.increment();
-        // SAFETY: the job borrows only `'scope` data and the scope, both
-        // alive until the count latch (which it decrements) reaches zero.
-        let job = unsafe { job.into_job_ref(frame_node) };
-        push(&self.registry, job);
+        }
     }
 
     fn job_panicked(&self, payload: Box<dyn Any + Send + 'static>) {

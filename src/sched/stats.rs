@@ -4,6 +4,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::registry::Registry;
 use crate::numa::NodeId;
 
 /// Counters of one worker, written (Relaxed) by that worker only, except
@@ -150,6 +151,60 @@ impl fmt::Display for PoolStats {
                 r, self.local_bytes, self.declared_bytes
             ),
             None => write!(f, "; no declared data"),
+        }
+    }
+}
+
+impl Registry {
+    /// A snapshot of the statistics.
+    pub(crate) fn stats(&self) -> PoolStats {
+        let topo = &self.topology;
+        let mut out = PoolStats {
+            nodes: topo
+                .nodes()
+                .iter()
+                .map(|n| NodeStats {
+                    node: n.id(),
+                    jobs: 0,
+                    placed: 0,
+                })
+                .collect(),
+            ..PoolStats::default()
+        };
+        let mut remote = vec![0u64; topo.nodes().len()];
+        let mut remote_by_distance: std::collections::BTreeMap<u32, u64> = Default::default();
+        for info in &self.workers {
+            let s = &info.stats;
+            let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+            let n = &mut out.nodes[info.seat.node];
+            n.jobs += get(&s.jobs);
+            n.placed += get(&s.placed);
+            out.from_own_queues += get(&s.from_own_queues);
+            out.steals_same_l3 += get(&s.steals_l3);
+            out.steals_same_node += get(&s.steals_node);
+            out.pushed += get(&s.pushed);
+            out.declared_bytes += get(&s.declared_bytes);
+            out.local_bytes += get(&s.local_bytes);
+            for (v, c) in s.steals_remote.iter().enumerate() {
+                let c = get(c);
+                if c > 0 {
+                    remote[v] += c;
+                    *remote_by_distance
+                        .entry(topo.distance_by_index(info.seat.node, v))
+                        .or_default() += c;
+                }
+            }
+        }
+        out.steals_remote = remote_by_distance.into_iter().collect();
+        out.unroutable = self.unroutable.load(Ordering::Relaxed);
+        out
+    }
+
+    /// Zeroes the statistics.
+    pub(crate) fn reset_stats(&self) {
+        self.unroutable.store(0, Ordering::Relaxed);
+        for info in &self.workers {
+            info.stats.reset();
         }
     }
 }

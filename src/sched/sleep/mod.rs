@@ -7,6 +7,8 @@
 //! SeqCst read-modify-write of the word) and then looks at every queue once
 //! more. One of the two always sees the other.
 
+mod wait;
+
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};

@@ -6,9 +6,14 @@
 //! its deque at the next `join` (a "steal request", Acar, Charguéraud and
 //! Rainey, PPoPP 2013). See `README.md` beside this file.
 
+mod private;
+
+pub(crate) use private::PrivateJob;
+
 use super::job::StackJob;
 use super::latch::CoreLatch;
-use super::registry::{global_registry, PrivateJob, WorkerThread};
+use super::registry::global_registry;
+use super::worker::WorkerThread;
 
 /// Runs `oper_a` and `oper_b`, potentially in parallel, and returns both
 /// results. Same contract as `rayon::join`.

@@ -1,0 +1,295 @@
+//! A worker's frames: each job and labelled region a worker runs while its
+//! pool records, with the counters read at both ends.
+
+use super::*;
+
+/// One open frame of a worker.
+struct Frame {
+    label: Label,
+    /// Emitted as a task (a wait frame is not: its time belongs to nobody's
+    /// own time, and the jobs run during it are frames of their own).
+    task: bool,
+    /// The recording it belongs to.
+    epoch: u64,
+    data_node: Option<NodeId>,
+    /// Before the counters were read (the recording's cost starts here).
+    enter: u64,
+    start: u64,
+    child_ns: u64,
+    /// Whether the counters were read at its start (labelled regions
+    /// only: each read is a system call, ~1 µs in a VM).
+    counted: bool,
+    counts: [u64; MAX_COUNTERS],
+    child_counts: [u64; MAX_COUNTERS],
+}
+
+/// A worker's own recording state.
+pub(crate) struct WorkerRec {
+    frames: RefCell<Vec<Frame>>,
+    epoch: std::cell::Cell<u64>,
+    group: RefCell<Option<CounterGroup>>,
+    /// The counters its group reads for the current recording.
+    ncounters: std::cell::Cell<usize>,
+}
+
+impl WorkerRec {
+    pub(crate) fn new() -> WorkerRec {
+        WorkerRec {
+            frames: RefCell::new(Vec::new()),
+            epoch: std::cell::Cell::new(0),
+            group: RefCell::new(None),
+            ncounters: std::cell::Cell::new(0),
+        }
+    }
+}
+
+impl WorkerThread {
+    /// Brings this worker up to the current recording (counters opened).
+    fn rec_sync(&self, rec: &PoolRecorder) {
+        let epoch = rec.epoch.load(Ordering::Acquire);
+        let me = self.rec_state();
+        if me.epoch.get() == epoch {
+            return;
+        }
+        me.epoch.set(epoch);
+        let stale = std::mem::take(&mut *me.frames.borrow_mut()).len();
+        self.rec_slot().open.fetch_sub(stale, Ordering::SeqCst);
+        let wanted = rec
+            .counters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut group = me.group.borrow_mut();
+        let same = group
+            .as_ref()
+            .is_some_and(|g| g.counters() == wanted.as_slice());
+        if !same {
+            *group = if wanted.is_empty() {
+                None
+            } else {
+                let (g, _) = CounterGroup::open(&wanted);
+                Some(g)
+            };
+        }
+        let n = group.as_ref().map_or(0, |g| g.counters().len());
+        // A group that opened fewer counters than the probe did reports
+        // none, rather than misaligned values.
+        me.ncounters.set(if n == wanted.len() { n } else { 0 });
+    }
+
+    /// Reads the counters; false (and counters off for the rest of this
+    /// recording, the group dropped to be reopened by the next one) when
+    /// the read fails, so that a failed read never becomes zeros.
+    fn read_counts(&self, out: &mut [u64; MAX_COUNTERS]) -> bool {
+        let me = self.rec_state();
+        if me.ncounters.get() == 0 {
+            return false;
+        }
+        let ok = me.group.borrow_mut().as_mut().is_some_and(|g| g.read(out));
+        if !ok {
+            me.ncounters.set(0);
+            *me.group.borrow_mut() = None;
+        }
+        ok
+    }
+
+    /// Opens a frame if the pool records; returns whether it did.
+    #[inline]
+    pub(crate) fn rec_push(&self, label: Label, task: bool) -> bool {
+        if !any_active() {
+            return false;
+        }
+        self.rec_push_cold(label, task)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn rec_push_cold(&self, label: Label, task: bool) -> bool {
+        let rec = self.registry().recorder();
+        if !rec.is_recording() {
+            return false;
+        }
+        let enter = now_ns();
+        self.rec_sync(rec);
+        let mut counts = [0; MAX_COUNTERS];
+        let counted = matches!(label, Label::Named(_)) && self.read_counts(&mut counts);
+        let mut frames = self.rec_state().frames.borrow_mut();
+        // A labelled region works on its job's declared data (a job run
+        // during a wait has its own).
+        let data_node = match label {
+            Label::Named(_) => frames.last().and_then(|f| f.data_node),
+            Label::Unlabelled => None,
+        };
+        frames.push(Frame {
+            label,
+            task,
+            epoch: self.rec_state().epoch.get(),
+            data_node,
+            enter,
+            start: now_ns(),
+            child_ns: 0,
+            counted,
+            counts,
+            child_counts: [0; MAX_COUNTERS],
+        });
+        self.rec_slot().open.fetch_add(1, Ordering::SeqCst);
+        true
+    }
+
+    /// Closes the newest frame (opened by `rec_push` returning true) and
+    /// emits it if it is a task.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn rec_pop(&self) {
+        let end = now_ns();
+        let me = self.rec_state();
+        let Some(f) = me.frames.borrow_mut().pop() else {
+            return; // the recording restarted meanwhile
+        };
+        // Closed only once its record is written (the stopper waits for
+        // open frames), whichever way this returns.
+        struct Closed<'a>(&'a AtomicUsize);
+        impl Drop for Closed<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let _closed = Closed(&self.rec_slot().open);
+        if f.epoch != me.epoch.get() || f.epoch != rec_epoch(self) {
+            return; // opened in another recording
+        }
+        let mut counts = [0; MAX_COUNTERS];
+        let counted = f.counted && self.read_counts(&mut counts);
+        let dur = end.saturating_sub(f.start);
+        // The frame with the cost of recording it (reading the clock and
+        // the counters at both ends): that cost is the runtime's overhead,
+        // not the task's or its parent's work.
+        let full = now_ns().saturating_sub(f.enter);
+        let cost = full.saturating_sub(dur);
+        let n = if counted { me.ncounters.get() } else { 0 };
+        let mut inclusive = [0u64; MAX_COUNTERS];
+        for i in 0..n {
+            inclusive[i] = counts[i].wrapping_sub(f.counts[i]);
+        }
+        if let Some(parent) = me.frames.borrow_mut().last_mut() {
+            parent.child_ns += full;
+            for (c, v) in parent.child_counts.iter_mut().zip(&inclusive).take(n) {
+                *c = c.wrapping_add(*v);
+            }
+        }
+        if !f.task {
+            self.rec_write_in(Some(f.epoch), |d| d.times.overhead_ns += cost);
+            return;
+        }
+        let own = dur.saturating_sub(f.child_ns);
+        let rec = self.registry().recorder();
+        let start_ns = rec.start_ns.load(Ordering::Relaxed);
+        let record = TaskRecord {
+            label: f.label,
+            worker: self.index(),
+            node: self.node_index(),
+            data_node: f.data_node,
+            start_ns: f.start.saturating_sub(start_ns),
+            end_ns: end.saturating_sub(start_ns),
+            own_ns: own,
+            counters: (0..n)
+                .map(|i| inclusive[i].saturating_sub(f.child_counts[i]))
+                .collect(),
+        };
+        self.rec_write_in(Some(f.epoch), |d| {
+            d.times.work_ns += own;
+            d.times.overhead_ns += cost;
+            d.tasks.push(record);
+        });
+    }
+
+    /// Notes the declared data's node on the newest frame.
+    pub(crate) fn rec_data_node(&self, node: NodeId) {
+        if let Some(f) = self.rec_state().frames.borrow_mut().last_mut() {
+            f.data_node.get_or_insert(node);
+        }
+    }
+
+    /// Adds to this worker's overhead and idle times.
+    pub(crate) fn rec_wait(&self, overhead_ns: u64, idle_ns: u64) {
+        self.rec_write(|d| {
+            d.times.overhead_ns += overhead_ns;
+            d.times.idle_ns += idle_ns;
+        });
+    }
+
+    /// Marks the start (`Some(now)`) or end (`None`) of a wait for work.
+    pub(crate) fn rec_waiting(&self, since: Option<u64>) {
+        self.rec_slot()
+            .wait_since
+            .store(since.unwrap_or(NOT_WAITING), Ordering::SeqCst);
+    }
+
+    /// The recording's start, for clamping waits that began before it.
+    pub(crate) fn rec_start_ns(&self) -> u64 {
+        self.registry().recorder().start_ns.load(Ordering::Relaxed)
+    }
+
+    fn rec_write(&self, f: impl FnOnce(&mut SlotData)) {
+        self.rec_write_in(None, f)
+    }
+
+    /// Writes into this worker's slot if the pool records, and, with
+    /// `Some(epoch)`, only if it still records *that* recording: a frame
+    /// opened in one recording and closed after a stop and a new start
+    /// (the stop's grace ran out) must not land in the new one. The start
+    /// bumps the epoch before it sets `recording` (both SeqCst), so a
+    /// writer that sees the new recording on also sees its epoch.
+    fn rec_write_in(&self, epoch: Option<u64>, f: impl FnOnce(&mut SlotData)) {
+        let slot = self.rec_slot();
+        slot.writing.store(true, Ordering::SeqCst);
+        let rec = self.registry().recorder();
+        if rec.recording.load(Ordering::SeqCst)
+            && epoch.is_none_or(|e| rec.epoch.load(Ordering::SeqCst) == e)
+        {
+            // SAFETY: `writing` is set and recording is on: by the protocol
+            // of the module docs the stopper is not reading `data` (it
+            // waits for `writing` to clear after turning recording off).
+            // The only other thread that writes the slot is a start, which
+            // resets it before it sets `recording` (SeqCst), so the reset
+            // happened before this worker saw the recording on.
+            f(unsafe { &mut *slot.data.get() });
+        }
+        slot.writing.store(false, Ordering::Release);
+    }
+}
+
+/// Runs `f` as a task labelled `name` when the current worker's pool
+/// records (otherwise just runs it): its time is reported under `name`,
+/// not under the job it runs in.
+///
+/// ```
+/// use terroir::{label, ThreadPoolBuilder};
+/// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+/// let (sum, rec) = pool.record(|| {
+///     terroir::join(
+///         || label("left", || (0..1000u64).sum::<u64>()),
+///         || label("right", || (1000..2000u64).sum::<u64>()),
+///     )
+/// });
+/// assert_eq!(sum, (499_500, 1_499_500));
+/// assert_eq!(rec.tasks.iter().filter(|t| t.label.as_str() == "left").count(), 1);
+/// ```
+pub fn label<R>(name: &'static str, f: impl FnOnce() -> R) -> R {
+    if !any_active() {
+        return f();
+    }
+    match WorkerThread::current() {
+        Some(wt) if wt.rec_push(Label::Named(name), true) => {
+            struct Pop<'a>(&'a WorkerThread);
+            impl Drop for Pop<'_> {
+                fn drop(&mut self) {
+                    self.0.rec_pop();
+                }
+            }
+            let _pop = Pop(wt);
+            f()
+        }
+        _ => f(),
+    }
+}

@@ -1,0 +1,300 @@
+//! Worker threads: their state, their main loop, and where an idle worker
+//! looks for work (in the order of its steal plan, see `policy.rs`).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+
+use super::job::JobRef;
+use super::join::PrivateJob;
+use super::policy::{Policy, Seat, Target};
+use super::record::{Label, Slot, WorkerRec};
+use super::registry::Registry;
+use super::stats::{bump, WorkerStats};
+
+/// What other threads may touch of a worker.
+pub(crate) struct WorkerInfo {
+    pub(super) stealer: Stealer<JobRef>,
+    /// Set by a thief that found nothing: "please expose a continuation".
+    /// A hint only (Relaxed): the job itself is published by the deque.
+    pub(super) request: AtomicBool,
+    /// Whether the worker runs a job (and so may hold private
+    /// continuations). Written only by the worker, on transitions.
+    pub(super) busy: AtomicBool,
+    /// How many jobs this worker has taken, when the pool times its hints
+    /// (`Registry::time_hints`); written only by the worker. Thieves time
+    /// how long it stays the same (`Registry::job_seen`): no clock read on
+    /// the worker's side.
+    pub(super) job_seq: AtomicU64,
+    pub(super) seat: Seat,
+    pub(super) cpu: u32,
+    /// Placed tasks for this worker: other workers of its node may take
+    /// them, other nodes' workers as [`Registry::hint_for_thief`] says.
+    pub(super) hint_inbox: Injector<JobRef>,
+    /// Placed tasks only this worker may run.
+    pub(super) strict_inbox: Injector<JobRef>,
+    pub(super) stats: WorkerStats,
+    /// Its recording buffer (see `record.rs`).
+    pub(super) rec: Slot,
+}
+
+/// The state of the worker that runs on this thread.
+pub(crate) struct WorkerThread {
+    pub(super) deque: Worker<JobRef>,
+    /// Newest private continuation (head of the `PrivateJob` list).
+    pub(super) private_head: Cell<*const PrivateJob>,
+    pub(super) searching: Cell<bool>,
+    /// Set by a look that left another node's hint for later (its node
+    /// looked about to take it, [`HintSteal::Later`], or had a worker
+    /// that looked free, [`HintSteal::No`]): the soonest it should look
+    /// again.
+    pub(super) look_again: Cell<Option<Duration>>,
+    /// The clock as read during the current look at the queues (0: not
+    /// read yet), for `may_take_hint`.
+    pub(super) look_now: Cell<u64>,
+    /// Jobs taken (the worker's `job_seq`), when the pool times hints.
+    pub(super) jobs_taken: Cell<u64>,
+    /// Placed tasks started, when the pool times hints (one in
+    /// [`TIME_EVERY`] is timed).
+    pub(super) placed_runs: Cell<u64>,
+    pub(super) rng: Cell<u64>,
+    pub(super) index: usize,
+    pub(super) node: usize,
+    /// `&registry.workers[index]`, cached for the `join` fast path.
+    pub(super) info: *const WorkerInfo,
+    pub(super) registry: Arc<Registry>,
+    pub(super) rec: WorkerRec,
+    /// A word for the layer above the executor (the C API keeps its
+    /// innermost frame here), so that it needs no thread-local of its own:
+    /// the one thread-local read that finds the worker finds this too.
+    pub(super) foreign: Cell<*const ()>,
+}
+
+thread_local! {
+    static WORKER: Cell<*const WorkerThread> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Takes one job from an injector, retrying on contention.
+#[inline]
+fn steal_from(q: &Injector<JobRef>) -> Option<JobRef> {
+    if q.is_empty() {
+        return None;
+    }
+    loop {
+        match q.steal() {
+            Steal::Success(job) => return Some(job),
+            Steal::Empty => return None,
+            Steal::Retry => std::hint::spin_loop(),
+        }
+    }
+}
+
+/// Takes one job from a worker's deque, retrying on contention.
+#[inline]
+fn steal_from_stealer(s: &Stealer<JobRef>) -> Option<JobRef> {
+    loop {
+        match s.steal() {
+            Steal::Success(job) => return Some(job),
+            Steal::Empty => return None,
+            Steal::Retry => std::hint::spin_loop(),
+        }
+    }
+}
+
+impl WorkerThread {
+    /// The word kept for the layer above (see the field): null until set.
+    #[inline]
+    pub(crate) fn foreign(&self) -> *const () {
+        self.foreign.get()
+    }
+
+    /// Sets the word kept for the layer above; returns the previous one.
+    #[inline]
+    pub(crate) fn replace_foreign(&self, value: *const ()) -> *const () {
+        self.foreign.replace(value)
+    }
+
+    /// The worker running on this thread, if any.
+    #[inline]
+    pub(crate) fn current() -> Option<&'static WorkerThread> {
+        let p = WORKER.with(Cell::get);
+        // SAFETY: WORKER is set to a WorkerThread that lives on this thread's
+        // stack for the whole of `run` and is reset before it is dropped; a
+        // `'static` borrow never escapes this thread (WorkerThread is !Sync).
+        unsafe { p.as_ref() }
+    }
+
+    pub(super) fn run(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) {
+        let node = registry.workers[index].seat.node;
+        let wt = WorkerThread {
+            deque,
+            private_head: Cell::new(std::ptr::null()),
+            searching: Cell::new(false),
+            look_again: Cell::new(None),
+            look_now: Cell::new(0),
+            jobs_taken: Cell::new(0),
+            placed_runs: Cell::new(0),
+            rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
+            index,
+            node,
+            info: &*registry.workers[index],
+            registry,
+            rec: WorkerRec::new(),
+            foreign: Cell::new(std::ptr::null()),
+        };
+        WORKER.with(|c| c.set(&wt));
+        while let Some(job) = wt.wait_for_work(None) {
+            // SAFETY: a job taken from a queue is executed once, by us.
+            unsafe { wt.execute(job) };
+        }
+        WORKER.with(|c| c.set(std::ptr::null()));
+    }
+
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Node index of this worker.
+    pub(crate) fn node_index(&self) -> usize {
+        self.node
+    }
+
+    pub(crate) fn rec_state(&self) -> &WorkerRec {
+        &self.rec
+    }
+
+    pub(crate) fn rec_slot(&self) -> &Slot {
+        &self.info().rec
+    }
+
+    /// Runs a job taken from a queue, as a recorded task when the pool
+    /// records.
+    ///
+    /// # Safety
+    /// As [`JobRef::execute`]: the job is executed once.
+    #[inline]
+    pub(super) unsafe fn execute(&self, job: JobRef) {
+        let framed = self.rec_push(Label::Unlabelled, true);
+        // SAFETY: forwarded from the caller.
+        unsafe { job.execute() };
+        if framed {
+            self.rec_pop();
+        }
+    }
+
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    #[inline]
+    pub(super) fn info(&self) -> &WorkerInfo {
+        // SAFETY: `info` points into `self.registry.workers`, which lives as
+        // long as the Arc `self.registry` and is never resized.
+        unsafe { &*self.info }
+    }
+
+    /// Pushes a job on this worker's deque, where thieves can take it.
+    pub(crate) fn push(&self, job: JobRef) {
+        self.deque.push(job);
+        self.registry.sleep.new_work(self.node);
+    }
+    pub(crate) fn next_random(&self) -> usize {
+        // xorshift64
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        x as usize
+    }
+
+    /// One look at every place work could be: own deque, own inboxes,
+    /// own node's strict queue, then the plan's victims in order.
+    pub(super) fn find_work(&self) -> Option<JobRef> {
+        if let Some(job) = self.deque.pop() {
+            return Some(job);
+        }
+        self.look_now.set(0);
+        let reg = &*self.registry;
+        let me = self.info();
+        let stats = &me.stats;
+        for q in [
+            &me.strict_inbox,
+            &me.hint_inbox,
+            &reg.strict_queues[self.node],
+            &reg.hint_queues[self.node],
+        ] {
+            if let Some(job) = steal_from(q) {
+                bump(&stats.jobs, 1);
+                bump(&stats.from_own_queues, 1);
+                return Some(job);
+            }
+        }
+        let places = reg.policy.honours_places();
+        // Only `Locality` queues hints (`StrictLocality` makes every place
+        // strict), so only there may another node's be taken.
+        let hints = reg.policy == Policy::Locality;
+        let found = reg.plans[self.index].visit(
+            || self.next_random(),
+            |target| match target {
+                Target::Worker(v) => {
+                    let victim = &reg.workers[v];
+                    let job = steal_from_stealer(&victim.stealer).or_else(|| {
+                        // A hint for a worker of my node, or one another
+                        // node may take (`hint_for_thief`).
+                        let node = victim.seat.node;
+                        let ok = !places
+                            || node == self.node
+                            || (hints && self.may_take_hint(node, &victim.hint_inbox));
+                        if ok {
+                            steal_from(&victim.hint_inbox)
+                        } else {
+                            None
+                        }
+                    })?;
+                    Some((job, Some(v), victim.seat.node))
+                }
+                Target::NodeQueue(q) => steal_from(&reg.node_queues[q])
+                    .or_else(|| {
+                        // Hints of my node were looked at above.
+                        let ok =
+                            hints && q != self.node && self.may_take_hint(q, &reg.hint_queues[q]);
+                        if ok {
+                            steal_from(&reg.hint_queues[q])
+                        } else {
+                            None
+                        }
+                    })
+                    .map(|job| (job, None, q)),
+            },
+        );
+        let (job, victim, node) = found?;
+        bump(&stats.jobs, 1);
+        let counter = if node != self.node {
+            &stats.steals_remote[node]
+        } else {
+            match victim {
+                None => &stats.from_own_queues,
+                Some(v) if reg.workers[v].seat.group == me.seat.group => &stats.steals_l3,
+                Some(_) => &stats.steals_node,
+            }
+        };
+        bump(counter, 1);
+        Some(job)
+    }
+    /// Asks the nearest busy worker without a pending request to expose a
+    /// continuation.
+    pub(super) fn request_work(&self) {
+        let reg = &*self.registry;
+        for v in reg.plans[self.index].workers_in_order() {
+            let info = &reg.workers[v];
+            if info.busy.load(Ordering::Relaxed) && !info.request.load(Ordering::Relaxed) {
+                info.request.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+}
