@@ -84,7 +84,8 @@ fn parse_args() -> Result<Args, String> {
         // emulator's vCPUs (10-20 ms in the 4-node guest, where 16384
         // patients took 0.2 ms): a node whose vCPUs are descheduled has its
         // villages taken by running nodes, rightly, and the ratio then
-        // measures the host's scheduler (BENCHMARKS.md, 2026-11-23).
+        // measures the host's scheduler ("Health's default size" in
+        // docs/benchmarks/2026-11-23-fourth-session-hint-cost-rule.md).
         patients: 64 << 10,
         steps: 20,
         grid: 2048,
