@@ -20,7 +20,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
-use terroir::sched::RecordOptions;
+use terroir::report::RecordOptions;
 use terroir::{label, ThreadPool, ThreadPoolBuilder};
 
 fn fib_seq(n: u64) -> u64 {

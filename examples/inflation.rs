@@ -29,7 +29,7 @@ use std::process::exit;
 
 use terroir::pool::NodeVec;
 use terroir::report::InflationReport;
-use terroir::sched::RecordOptions;
+use terroir::report::RecordOptions;
 use terroir::{label, Place, ThreadPoolBuilder};
 
 const USAGE: &str =

@@ -67,12 +67,12 @@ pub mod ffi;
 pub mod numa;
 pub mod pool;
 pub mod report;
-pub mod sched;
+mod sched;
 
 pub use sched::{
     current_num_threads, current_thread_index, in_place_scope, join, label, scope, spawn, Access,
-    DequeOrder, Distribution, NodeStats, Place, PlaceError, Policy, PoolStats, Scope, ThreadPool,
-    ThreadPoolBuildError, ThreadPoolBuilder,
+    DequeOrder, Distribution, NodeStats, ParsePolicyError, Place, PlaceError, Policy, PoolStats,
+    Scope, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD,
 };
 
 /// The README's examples, compiled and run as doctests.

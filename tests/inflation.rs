@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use terroir::report::InflationReport;
-use terroir::sched::{Counter, RecordOptions};
+use terroir::report::{Counter, RecordOptions};
 use terroir::{label, ThreadPool, ThreadPoolBuilder};
 
 /// Busy for `d` of wall-clock time (spinning, not sleeping). The honesty

@@ -3,7 +3,7 @@
 
 use std::hint::black_box;
 
-use terroir::sched::RecordOptions;
+use terroir::report::RecordOptions;
 use terroir::ThreadPoolBuilder;
 
 fn cpu_ns() -> u64 {

@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::numa::NumaError;
-use crate::sched::RecordError;
+use crate::report::RecordError;
 use crate::{PlaceError, ThreadPoolBuildError};
 
 /// The result of every fallible C entry point: `TERROIR_ERROR_OK` (0) or

@@ -50,7 +50,7 @@ use super::error::{call, Error, TerroirError};
 use super::handle::{LocalFree, SlotGuard, Slots};
 use super::memory::{whole_allocation_place, Bytes};
 use super::pool::{handle_ptr, resolve, PoolEntry, TerroirPool, TerroirTaskFn};
-use crate::sched::{CoreLatch, Latch, WorkerThread};
+use crate::sched::{Latch, WorkerLatch, WorkerThread};
 use crate::{Place, Scope};
 
 /// An opaque task-group handle (a key into terroir's handle table, like
@@ -208,7 +208,7 @@ struct GroupState {
 }
 
 /// A waiting worker's latch, on that worker's stack.
-struct WaiterLatch(*const CoreLatch);
+struct WaiterLatch(*const WorkerLatch);
 
 // SAFETY: the latch is only set (an atomic operation on a `Sync` latch),
 // from any thread, while its worker waits for it; see `wake_waiters`.
@@ -234,7 +234,7 @@ impl GroupState {
             // SAFETY: a listed latch is unset and its worker waits for it in
             // `wait_busy` (which unlists it itself only if that wait
             // unwinds, under this lock), so it is alive until this set.
-            unsafe { CoreLatch::set(latch.0) };
+            unsafe { WorkerLatch::set(latch.0) };
         }
     }
 }
@@ -555,7 +555,7 @@ fn wait_busy(mut g: SlotGuard<GroupState>) -> Result<Option<SlotGuard<GroupState
         // A worker (of any pool) runs other work while it waits: it might
         // be the very worker that a task of the group is placed on.
         if let Some(worker) = WorkerThread::current() {
-            let latch = CoreLatch::new(worker, true);
+            let latch = WorkerLatch::new(worker, true);
             g.latches.push(WaiterLatch(&latch));
             let unlist = Unlist(handle, &latch);
             let (back, ()) = g.released(|| worker.wait_until(&latch));
@@ -576,7 +576,7 @@ fn wait_busy(mut g: SlotGuard<GroupState>) -> Result<Option<SlotGuard<GroupState
 
 /// Takes a waiting worker's latch off its group's list if the wait
 /// unwinds before the latch was set (the latch is about to be freed).
-struct Unlist(usize, *const CoreLatch);
+struct Unlist(usize, *const WorkerLatch);
 
 impl Drop for Unlist {
     fn drop(&mut self) {

@@ -32,7 +32,7 @@ use super::error::{call, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
 use super::pool::{enter, handle_ptr, resolve, write, PoolEntry, TerroirPool, TerroirTaskFn};
 use crate::report::InflationReport;
-use crate::sched::{RecordError, RecordOptions, Recording};
+use crate::report::{RecordError, RecordOptions, Recording};
 
 /// An opaque recording handle: what `terroir_record_stop` returns (a key
 /// into terroir's handle table, like `terroir_pool`).

@@ -43,10 +43,10 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::numa::NodeId;
-use crate::sched::{
-    Counter, Label, Recording, TaskRecord, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder,
-    Unavailable,
+pub use crate::sched::{
+    Counter, Label, RecordError, RecordOptions, Recording, TaskRecord, Unavailable, WorkerTimes,
 };
+use crate::sched::{ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder};
 
 /// Count and time of one label's tasks in one run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -368,7 +368,7 @@ impl InflationReport {
     ///
     /// ```
     /// use terroir::report::InflationReport;
-    /// use terroir::sched::RecordOptions;
+    /// use terroir::report::RecordOptions;
     /// use terroir::ThreadPoolBuilder;
     ///
     /// let work = || terroir::join(|| terroir::label("a", || 1), || terroir::label("b", || 2));

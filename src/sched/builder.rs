@@ -176,7 +176,7 @@ impl ThreadPoolBuilder {
         self
     }
 
-    /// Handler for panics of [`spawn`]ed jobs. Without one, such a panic
+    /// Handler for panics of [`spawn`](crate::spawn)ed jobs. Without one, such a panic
     /// aborts the process (as in rayon), since nothing could observe it.
     pub fn panic_handler<H>(mut self, handler: H) -> Self
     where
@@ -225,7 +225,7 @@ impl ThreadPoolBuilder {
         self
     }
 
-    /// Work-pushing ([`Place::pushed`]) ignores declared regions smaller
+    /// Work-pushing ([`Place::pushed`](crate::Place::pushed)) ignores declared regions smaller
     /// than `bytes` (default [`DEFAULT_PUSH_THRESHOLD`], 10 kB).
     pub fn push_threshold(mut self, bytes: usize) -> Self {
         self.push_threshold = Some(bytes);
@@ -243,7 +243,7 @@ impl ThreadPoolBuilder {
     }
 
     /// Builds the global pool used by [`join`](crate::join),
-    /// [`scope`](crate::scope) and [`spawn`] outside any pool.
+    /// [`scope`](crate::scope) and [`spawn`](crate::spawn) outside any pool.
     ///
     /// # Errors
     /// [`ThreadPoolBuildError::GlobalPoolAlreadyInitialized`] if it exists

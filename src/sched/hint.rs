@@ -206,3 +206,147 @@ impl WorkerThread {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn rule(mean: u64, queued: u64, elapsed: &[u64], local: u32, distance: u32) -> HintSteal {
+        cost_rule(mean, queued, elapsed.iter().copied(), local, distance)
+    }
+
+    #[test]
+    fn short_or_unmeasured_tasks_are_taken() {
+        assert_eq!(rule(0, 0, &[0, 0], 10, 30), HintSteal::Yes);
+        assert_eq!(rule(99_999, 0, &[0, 0], 10, 30), HintSteal::Yes);
+        assert_ne!(rule(100_000, 0, &[0, 0], 10, 30), HintSteal::Yes);
+    }
+
+    #[test]
+    fn a_last_task_the_node_is_about_to_reach_stays_home() {
+        // Two workers that just began 40 ms tasks, one hint queued: the
+        // node reaches it in ~40 ms, running it 3× as far away costs 120.
+        assert!(matches!(
+            rule(40 * MS, 1, &[0, 0], 10, 30),
+            HintSteal::Later(_)
+        ));
+    }
+
+    #[test]
+    fn a_backlog_is_shared() {
+        // Eight hints for two busy workers: 4 × 40 ms of waiting each.
+        assert_eq!(rule(40 * MS, 8, &[0, 0], 10, 30), HintSteal::Yes);
+    }
+
+    #[test]
+    fn a_hint_behind_an_overrunning_job_becomes_worth_taking() {
+        // One worker, one hint, d = 1 ms, distance ratio 2: the rest of an
+        // overrunning job counts as its overrun, so after 2 ms beyond the
+        // mean (rest 2 ms + the hint's 1 ms = 3 > 2) the thief takes it.
+        assert!(matches!(rule(MS, 1, &[MS], 10, 20), HintSteal::Later(_)));
+        assert!(matches!(
+            rule(MS, 1, &[2 * MS], 10, 20),
+            HintSteal::Later(_)
+        ));
+        assert_eq!(rule(MS, 1, &[3 * MS + 1], 10, 20), HintSteal::Yes);
+    }
+
+    #[test]
+    fn a_later_look_comes_when_the_overrun_could_be_enough() {
+        // Needs backlog > 2 ms; has 1 ms (queued) + 1 ms (rest of a job
+        // just begun): look again within about the 0 ms missing, clamped
+        // to the 0.1 ms floor.
+        assert_eq!(
+            rule(MS, 1, &[0], 10, 20),
+            HintSteal::Later(LOOK_AGAIN_FLOOR)
+        );
+        // Ten workers of 20 ms tasks, nothing queued, just begun: the
+        // backlog (200 ms) falls 400 ms short of 3 × 200 ms; spread over
+        // ten overrunning workers that is 40 ms, capped at 10 ms.
+        assert_eq!(
+            rule(20 * MS, 0, &[0; 10], 10, 30),
+            HintSteal::Later(LOOK_AGAIN_CAP)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn later_naps_stay_within_their_bounds(
+            mean in 0u64..100 * MS,
+            queued in 0u64..64,
+            elapsed in proptest::collection::vec(0u64..200 * MS, 1..16),
+            local in 1u32..20,
+            extra in 0u32..200,
+        ) {
+            if let HintSteal::Later(t) = rule(mean, queued, &elapsed, local, local + extra) {
+                prop_assert!(t >= LOOK_AGAIN_FLOOR && t <= LOOK_AGAIN_CAP);
+            }
+        }
+
+        #[test]
+        fn more_queued_work_never_keeps_a_hint_home_that_less_gave_away(
+            mean in 0u64..100 * MS,
+            queued in 0u64..64,
+            elapsed in proptest::collection::vec(0u64..200 * MS, 1..16),
+            local in 1u32..20,
+            extra in 0u32..200,
+        ) {
+            let d = local + extra;
+            if rule(mean, queued, &elapsed, local, d) == HintSteal::Yes {
+                prop_assert_eq!(rule(mean, queued + 1, &elapsed, local, d), HintSteal::Yes);
+            }
+        }
+
+        #[test]
+        fn a_nearer_thief_takes_what_a_farther_one_takes(
+            mean in 0u64..100 * MS,
+            queued in 0u64..64,
+            elapsed in proptest::collection::vec(0u64..200 * MS, 1..16),
+            local in 1u32..20,
+            near in 0u32..100,
+            further in 0u32..100,
+        ) {
+            if rule(mean, queued, &elapsed, local, local + near + further) == HintSteal::Yes {
+                prop_assert_eq!(rule(mean, queued, &elapsed, local, local + near), HintSteal::Yes);
+            }
+        }
+
+        #[test]
+        fn a_longer_overrun_never_keeps_a_hint_home(
+            mean in 100_000u64..100 * MS,
+            queued in 0u64..8,
+            elapsed in proptest::collection::vec(0u64..200 * MS, 1..8),
+            which in 0usize..8,
+            more in 0u64..100 * MS,
+            local in 1u32..20,
+            extra in 0u32..200,
+        ) {
+            // Beyond the mean, every extra ns of a job adds to the backlog.
+            let mut longer = elapsed.clone();
+            let i = which % longer.len();
+            longer[i] = longer[i].max(mean) + more;
+            let mut base = elapsed;
+            base[i] = base[i].max(mean);
+            let d = local + extra;
+            if rule(mean, queued, &base, local, d) == HintSteal::Yes {
+                prop_assert_eq!(rule(mean, queued, &longer, local, d), HintSteal::Yes);
+            }
+        }
+
+        #[test]
+        fn the_last_task_of_a_node_whose_jobs_just_began_stays_home(
+            mean in 100_000u64..100 * MS,
+            workers in 1usize..16,
+            local in 1u32..20,
+            extra in 0u32..200,
+        ) {
+            // Each worker has `mean` left and nothing is queued: the node
+            // needs `mean` to reach a hint; running it away costs more.
+            let elapsed = vec![0; workers];
+            prop_assert_ne!(rule(mean, 0, &elapsed, local, local + extra), HintSteal::Yes);
+        }
+    }
+}

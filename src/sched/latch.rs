@@ -3,7 +3,7 @@
 //! ## Memory ordering
 //! Setting a latch is a Release operation and probing it an Acquire one, so
 //! everything the job wrote (its result) is visible to the thread that sees
-//! the latch set. A worker that waits on a [`CoreLatch`] may park; the setter
+//! the latch set. A worker that waits on a [`WorkerLatch`] may park; the setter
 //! then wakes it (see `sleep.rs` and `README.md` beside this file).
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -28,7 +28,7 @@ const SET: u8 = 2;
 
 /// A latch waited on by a worker thread, which keeps working (stealing)
 /// while it waits and may park; setting it wakes that worker.
-pub(crate) struct CoreLatch {
+pub(crate) struct WorkerLatch {
     state: AtomicU8,
     /// The worker that waits; alive while the latch is unset, since it
     /// waits for it on its own thread.
@@ -42,16 +42,16 @@ pub(crate) struct CoreLatch {
 // SAFETY: `owner` is only dereferenced by `set` while the latch is unset
 // (the owner is alive, waiting), and its registry is kept alive across the
 // wake-up (see `set`); the state is atomic.
-unsafe impl Sync for CoreLatch {}
+unsafe impl Sync for WorkerLatch {}
 // SAFETY: as above.
-unsafe impl Send for CoreLatch {}
+unsafe impl Send for WorkerLatch {}
 
-impl CoreLatch {
+impl WorkerLatch {
     /// A latch waited on by worker `owner`; `cross` when it may be set by a
     /// thread that is not a worker of `owner`'s pool.
     #[inline(always)]
     pub(crate) fn new(owner: &WorkerThread, cross: bool) -> Self {
-        CoreLatch {
+        WorkerLatch {
             state: AtomicU8::new(UNSET),
             owner,
             cross,
@@ -81,7 +81,7 @@ impl CoreLatch {
     }
 }
 
-impl Latch for CoreLatch {
+impl Latch for WorkerLatch {
     unsafe fn set(this: *const Self) {
         // SAFETY: `this`, and the owner waiting for it, are alive until the
         // swap below makes SET observable; we copy what we need first.
@@ -157,7 +157,7 @@ pub(crate) struct CountLatch {
 
 pub(crate) enum CountLatchKind {
     /// Waited on by a worker, which keeps stealing.
-    Stealing(CoreLatch),
+    Stealing(WorkerLatch),
     /// Waited on by a thread outside the pool.
     Blocking(LockLatch),
 }
@@ -192,7 +192,7 @@ impl Latch for CountLatch {
             let kind = unsafe { &(*this).kind };
             match kind {
                 // SAFETY: a live latch, set once (the count reached zero once).
-                CountLatchKind::Stealing(l) => unsafe { CoreLatch::set(l) },
+                CountLatchKind::Stealing(l) => unsafe { WorkerLatch::set(l) },
                 // SAFETY: as above.
                 CountLatchKind::Blocking(l) => unsafe { LockLatch::set(l) },
             }

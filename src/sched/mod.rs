@@ -37,7 +37,7 @@ mod worker;
 pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD};
 pub use join::join;
 pub(crate) use join::{join_context, join_context_in};
-pub(crate) use latch::{CoreLatch, Latch};
+pub(crate) use latch::{Latch, WorkerLatch};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
 pub use record::{

@@ -147,17 +147,32 @@ impl Access {
     }
 }
 
+/// What a [`Place`] names.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Target {
+pub(crate) enum PlaceKind {
     /// No preference: an ordinary spawn.
     Anywhere,
+    /// A NUMA node (by OS number).
     Node(NodeId),
+    /// A worker (by index in the pool).
     Worker(usize),
+    /// The worker that last ran a task with this key (hashed).
     After(u64),
+    /// The node cheapest for the place's declared accesses.
     Pushed,
 }
 
-/// Where a task wants to run; see the [module docs](crate::sched#places).
+/// Where a task wants to run, and the data it declares.
+///
+/// A place is a NUMA node, a worker, the node of some data, the worker
+/// that last ran a task with the same key (temporal mode), or the node a
+/// set of declared accesses is cheapest from (work-pushing). It is a hint
+/// unless made [`strict`](Place::strict). How a pool honours places depends
+/// on its [`Policy`](crate::Policy): `Flat` and `Hierarchical` ignore them
+/// (they are the locality-oblivious baselines), `Locality` treats them as
+/// hints (strict ones stay strict) and `StrictLocality` makes every node or
+/// worker place strict.
+///
 ///
 /// Make node and worker places with the pool ([`ThreadPool::node`],
 /// [`ThreadPool::worker`]), which check the index against the topology;
@@ -169,14 +184,14 @@ pub(crate) enum Target {
 /// [`ThreadPool::worker`]: crate::ThreadPool::worker
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Place {
-    pub(crate) target: Target,
+    pub(crate) target: PlaceKind,
     pub(crate) strict: bool,
     /// Declared data, counted in the locality ratio.
     pub(crate) data: Vec<Access>,
 }
 
 impl Place {
-    pub(crate) fn new(target: Target) -> Place {
+    pub(crate) fn new(target: PlaceKind) -> Place {
         Place {
             target,
             strict: false,
@@ -187,13 +202,13 @@ impl Place {
     /// No preference: [`spawn_on`](crate::Scope::spawn_on) with it is an
     /// ordinary spawn.
     pub fn anywhere() -> Place {
-        Place::new(Target::Anywhere)
+        Place::new(PlaceKind::Anywhere)
     }
 
     /// No preference and no declared data: running the task anywhere, by
     /// any means (a `join` branch, say), loses nothing a spawn would keep.
     pub(crate) fn is_plain(&self) -> bool {
-        self.target == Target::Anywhere && self.data.is_empty()
+        self.target == PlaceKind::Anywhere && self.data.is_empty()
     }
 
     /// The node of a placed vector (no system call), declaring its bytes.
@@ -201,7 +216,7 @@ impl Place {
     /// no node preference, but its bytes still count in the statistics.
     pub fn data<T>(v: &NodeVec<T>) -> Place {
         let access = Access::read(v);
-        let target = access.node.map_or(Target::Anywhere, Target::Node);
+        let target = access.node.map_or(PlaceKind::Anywhere, PlaceKind::Node);
         Place {
             target,
             strict: false,
@@ -212,7 +227,7 @@ impl Place {
     /// The node of a placed box (no system call), declaring its bytes.
     pub fn boxed<T>(b: &NodeBox<T>) -> Place {
         Place {
-            target: Target::Node(b.home()),
+            target: PlaceKind::Node(b.home()),
             strict: false,
             data: vec![Access::new(Some(b.home()), std::mem::size_of::<T>(), false)],
         }
@@ -228,7 +243,7 @@ impl Place {
     pub fn slice<T>(data: &[T]) -> Result<Place, PlaceError> {
         let access = Access::slice(data, false)?;
         Ok(Place {
-            target: access.node.map_or(Target::Anywhere, Target::Node),
+            target: access.node.map_or(PlaceKind::Anywhere, PlaceKind::Node),
             strict: false,
             data: vec![access],
         })
@@ -241,7 +256,7 @@ impl Place {
     pub fn after<K: Hash>(key: K) -> Place {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         key.hash(&mut h);
-        Place::new(Target::After(h.finish()))
+        Place::new(PlaceKind::After(h.finish()))
     }
 
     /// Work-pushing (Drebes §7.2): the task declares the data it reads and
@@ -253,7 +268,7 @@ impl Place {
     /// strict, on the spawner's node); other ties are broken at random.
     pub fn pushed(accesses: impl IntoIterator<Item = Access>) -> Place {
         Place {
-            target: Target::Pushed,
+            target: PlaceKind::Pushed,
             strict: false,
             data: accesses.into_iter().collect(),
         }
@@ -274,7 +289,7 @@ impl Place {
     /// The node asked for, when the place names one directly.
     pub fn node(&self) -> Option<NodeId> {
         match self.target {
-            Target::Node(n) => Some(n),
+            PlaceKind::Node(n) => Some(n),
             _ => None,
         }
     }

@@ -103,7 +103,7 @@ impl FromStr for Policy {
 
 /// A place a thief can look: a worker's deque or a node's shared queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Target {
+pub(crate) enum Victim {
     Worker(usize),
     NodeQueue(usize),
 }
@@ -221,7 +221,7 @@ impl StealPlan {
     pub(crate) fn visit<T>(
         &self,
         mut random: impl FnMut() -> usize,
-        mut visit: impl FnMut(Target) -> Option<T>,
+        mut visit: impl FnMut(Victim) -> Option<T>,
     ) -> Option<T> {
         for level in &self.levels {
             let nu = level.units.len();
@@ -229,14 +229,14 @@ impl StealPlan {
             for k in 0..nu {
                 let unit = &level.units[(ustart + k) % nu];
                 if let Some(q) = unit.queue {
-                    if let Some(t) = visit(Target::NodeQueue(q)) {
+                    if let Some(t) = visit(Victim::NodeQueue(q)) {
                         return Some(t);
                     }
                 }
                 let nw = unit.workers.len();
                 let wstart = if nw > 1 { random() % nw } else { 0 };
                 for j in 0..nw {
-                    if let Some(t) = visit(Target::Worker(unit.workers[(wstart + j) % nw])) {
+                    if let Some(t) = visit(Victim::Worker(unit.workers[(wstart + j) % nw])) {
                         return Some(t);
                     }
                 }
@@ -269,7 +269,7 @@ mod tests {
             .collect()
     }
 
-    fn order(plan: &StealPlan, seed: u64) -> Vec<Target> {
+    fn order(plan: &StealPlan, seed: u64) -> Vec<Victim> {
         let mut s = seed | 1;
         let mut out = Vec::new();
         plan.visit(
@@ -320,9 +320,9 @@ mod tests {
                 let plan = StealPlan::new(Policy::Hierarchical, &topo, &seats, me);
                 let targets = order(&plan, seed);
                 // Own node's queue first.
-                prop_assert_eq!(targets[0], Target::NodeQueue(seats[me].node));
+                prop_assert_eq!(targets[0], Victim::NodeQueue(seats[me].node));
                 let workers: Vec<usize> = targets.iter().filter_map(|t| match t {
-                    Target::Worker(w) => Some(*w),
+                    Victim::Worker(w) => Some(*w),
                     _ => None,
                 }).collect();
                 // Every other worker exactly once.
@@ -344,13 +344,13 @@ mod tests {
                 // Each remote node's queue comes right before its first worker
                 // and every node queue appears once.
                 let mut queues: Vec<usize> = targets.iter().filter_map(|t| match t {
-                    Target::NodeQueue(q) => Some(*q),
+                    Victim::NodeQueue(q) => Some(*q),
                     _ => None,
                 }).collect();
                 for (i, t) in targets.iter().enumerate() {
-                    if let Target::NodeQueue(q) = t {
+                    if let Victim::NodeQueue(q) = t {
                         if *q != seats[me].node {
-                            prop_assert!(matches!(targets.get(i + 1), Some(Target::Worker(w)) if seats[*w].node == *q));
+                            prop_assert!(matches!(targets.get(i + 1), Some(Victim::Worker(w)) if seats[*w].node == *q));
                         }
                     }
                 }
@@ -365,7 +365,7 @@ mod tests {
             let me = (seed as usize) % seats.len();
             let plan = StealPlan::new(Policy::Flat, &topo, &seats, me);
             let mut workers: Vec<usize> = order(&plan, seed).iter().filter_map(|t| match t {
-                Target::Worker(w) => Some(*w),
+                Victim::Worker(w) => Some(*w),
                 _ => None,
             }).collect();
             workers.sort();
@@ -378,7 +378,7 @@ mod tests {
         let topo = Topology::builder().nodes(1).pus_per_l3(8).build().unwrap();
         let seats = seats_of(&topo);
         let plan = StealPlan::new(Policy::Hierarchical, &topo, &seats, 0);
-        let firsts: std::collections::HashSet<Target> = (1..50u64)
+        let firsts: std::collections::HashSet<Victim> = (1..50u64)
             .map(|seed| order(&plan, seed * 7919)[1])
             .collect();
         assert!(

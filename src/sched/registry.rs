@@ -11,7 +11,7 @@ use crossbeam_utils::CachePadded;
 
 use super::builder::{DequeOrder, PanicHandler, ThreadPoolBuildError, ThreadPoolBuilder};
 use super::job::{halt_unwinding, HeapJob, JobRef, StackJob};
-use super::latch::{CoreLatch, LockLatch};
+use super::latch::{LockLatch, WorkerLatch};
 use super::place::Place;
 use super::policy::{Policy, Seat, StealPlan};
 use super::record::{self, Owner, PoolRecorder, RecordError, RecordOptions, Recording, Slot};
@@ -441,7 +441,7 @@ impl Registry {
         OP: FnOnce(&WorkerThread, bool) -> R + Send,
         R: Send,
     {
-        let latch = CoreLatch::new(current, true);
+        let latch = WorkerLatch::new(current, true);
         let job = StackJob::new(
             |injected| {
                 let wt = WorkerThread::current().expect("injected job runs on a worker");

@@ -143,7 +143,7 @@ impl PlacedTask {
         PlacedTask {
             declared: Declared::of(&place.data),
             key: match place.target {
-                place::Target::After(k) => Some(k),
+                place::PlaceKind::After(k) => Some(k),
                 _ => None,
             },
         }
@@ -212,13 +212,13 @@ impl Registry {
     /// topology. A place made by another pool may not.
     pub(crate) fn check_place(&self, place: &Place) -> Result<(), PlaceError> {
         match place.target {
-            place::Target::Worker(index) if index >= self.workers.len() => {
+            place::PlaceKind::Worker(index) if index >= self.workers.len() => {
                 Err(PlaceError::WorkerOutOfRange {
                     index,
                     workers: self.workers.len(),
                 })
             }
-            place::Target::Node(node) if self.topology.node_index(node).is_none() => {
+            place::PlaceKind::Node(node) if self.topology.node_index(node).is_none() => {
                 Err(PlaceError::NodeNotInPool {
                     node,
                     nodes: self.topology.nodes().len(),
@@ -282,19 +282,19 @@ impl Registry {
         }
         let strict = place.strict || self.policy == Policy::StrictLocality;
         match place.target {
-            place::Target::Anywhere => Route::Unplaced,
-            place::Target::Node(id) => match self.topology.node_index(id) {
+            place::PlaceKind::Anywhere => Route::Unplaced,
+            place::PlaceKind::Node(id) => match self.topology.node_index(id) {
                 Some(n) => Route::Node {
                     node: self.redirect[n],
                     strict,
                 },
                 None => self.unroutable(),
             },
-            place::Target::Worker(w) if w < self.workers.len() => {
+            place::PlaceKind::Worker(w) if w < self.workers.len() => {
                 Route::Worker { worker: w, strict }
             }
-            place::Target::Worker(_) => self.unroutable(),
-            place::Target::After(key) => {
+            place::PlaceKind::Worker(_) => self.unroutable(),
+            place::PlaceKind::After(key) => {
                 match self.recent[key as usize % RECENT_SLOTS].load(Ordering::Relaxed) {
                     0 => Route::Unplaced,
                     w => Route::Worker {
@@ -303,7 +303,7 @@ impl Registry {
                     },
                 }
             }
-            place::Target::Pushed => {
+            place::PlaceKind::Pushed => {
                 let random = || match here {
                     Some(wt) => wt.next_random(),
                     None => self.inject_round_robin.fetch_add(1, Ordering::Relaxed),

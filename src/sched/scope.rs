@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
 use super::job::{halt_unwinding, HeapJob};
-use super::latch::{CoreLatch, CountLatch, CountLatchKind, Latch, LockLatch};
+use super::latch::{CountLatch, CountLatchKind, Latch, LockLatch, WorkerLatch};
 use super::place::{Place, PlaceError};
 use super::registry::{global_registry, Registry};
 use super::worker::WorkerThread;
@@ -112,7 +112,7 @@ unsafe impl<T> Sync for ScopePtr<T> {}
 impl<'scope> Scope<'scope> {
     pub(crate) fn new(registry: &Arc<Registry>, owner: Option<&WorkerThread>) -> Self {
         let kind = match owner {
-            Some(wt) => CountLatchKind::Stealing(CoreLatch::new(wt, false)),
+            Some(wt) => CountLatchKind::Stealing(WorkerLatch::new(wt, false)),
             None => CountLatchKind::Blocking(LockLatch::default()),
         };
         Scope {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::place::{Place, PlaceError, Target};
+use super::place::{Place, PlaceError, PlaceKind};
 use super::policy::Policy;
 use super::record::{RecordError, RecordOptions, Recording};
 use super::registry::{global_registry, Registry};
@@ -142,7 +142,7 @@ impl ThreadPool {
         if self.registry.node_workers(index).is_empty() {
             return Err(PlaceError::NoWorkerOnNode { node: id });
         }
-        Ok(Place::new(Target::Node(id)))
+        Ok(Place::new(PlaceKind::Node(id)))
     }
 
     /// A place on worker `index` of this pool.
@@ -155,7 +155,7 @@ impl ThreadPool {
         if index >= workers {
             return Err(PlaceError::WorkerOutOfRange { index, workers });
         }
-        Ok(Place::new(Target::Worker(index)))
+        Ok(Place::new(PlaceKind::Worker(index)))
     }
 
     /// A snapshot of the scheduling statistics since the pool was built
@@ -253,7 +253,7 @@ impl ThreadPool {
     /// `op` has not run.
     ///
     /// ```
-    /// use terroir::sched::{RecordError, RecordOptions};
+    /// use terroir::report::{RecordError, RecordOptions};
     /// use terroir::ThreadPoolBuilder;
     /// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     /// let options = RecordOptions::timestamps_only();
@@ -289,7 +289,7 @@ impl ThreadPool {
     /// a pool has one recording at a time.
     ///
     /// ```
-    /// use terroir::sched::{RecordError, RecordOptions};
+    /// use terroir::report::{RecordError, RecordOptions};
     /// use terroir::{label, ThreadPoolBuilder};
     /// let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     /// pool.start_recording(&RecordOptions::timestamps_only()).unwrap();
@@ -390,7 +390,7 @@ impl fmt::Debug for ThreadPool {
 ///
 /// # Panics
 /// A panic inside `op` goes to the pool's
-/// [`panic_handler`](ThreadPoolBuilder::panic_handler); without one the
+/// [`panic_handler`](crate::ThreadPoolBuilder::panic_handler); without one the
 /// process aborts.
 ///
 /// ```

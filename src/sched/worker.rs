@@ -10,7 +10,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
 use super::job::JobRef;
 use super::join::PrivateJob;
-use super::policy::{Policy, Seat, Target};
+use super::policy::{Policy, Seat, Victim};
 use super::record::{Label, Slot, WorkerRec};
 use super::registry::Registry;
 use super::stats::{bump, WorkerStats};
@@ -240,7 +240,7 @@ impl WorkerThread {
         let found = reg.plans[self.index].visit(
             || self.next_random(),
             |target| match target {
-                Target::Worker(v) => {
+                Victim::Worker(v) => {
                     let victim = &reg.workers[v];
                     let job = steal_from_stealer(&victim.stealer).or_else(|| {
                         // A hint for a worker of my node, or one another
@@ -257,7 +257,7 @@ impl WorkerThread {
                     })?;
                     Some((job, Some(v), victim.seat.node))
                 }
-                Target::NodeQueue(q) => steal_from(&reg.node_queues[q])
+                Victim::NodeQueue(q) => steal_from(&reg.node_queues[q])
                     .or_else(|| {
                         // Hints of my node were looked at above.
                         let ok =

@@ -11,7 +11,7 @@ mod private;
 pub(crate) use private::PrivateJob;
 
 use super::job::StackJob;
-use super::latch::CoreLatch;
+use super::latch::WorkerLatch;
 use super::registry::global_registry;
 use super::worker::WorkerThread;
 
@@ -82,7 +82,7 @@ where
     RA: Send,
     RB: Send,
 {
-    let job_b = StackJob::new(oper_b, CoreLatch::new(wt, false));
+    let job_b = StackJob::new(oper_b, WorkerLatch::new(wt, false));
     let mut node = PrivateJob::new(job_b.as_job_ref());
     wt.push_private(&mut node);
     wt.poll();
@@ -115,7 +115,7 @@ where
 {
     wt: &'a WorkerThread,
     node: &'a PrivateJob,
-    job_b: &'a StackJob<CoreLatch, F, R>,
+    job_b: &'a StackJob<WorkerLatch, F, R>,
 }
 
 impl<F, R> Drop for UnwindGuard<'_, F, R>
@@ -137,7 +137,7 @@ where
 fn finish_after_unwind<F, R>(
     wt: &WorkerThread,
     node: &PrivateJob,
-    job_b: &StackJob<CoreLatch, F, R>,
+    job_b: &StackJob<WorkerLatch, F, R>,
 ) where
     F: FnOnce(bool) -> R + Send,
     R: Send,

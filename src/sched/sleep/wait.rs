@@ -9,7 +9,7 @@ use std::thread;
 use super::LastLook;
 use super::Wake;
 use crate::sched::job::JobRef;
-use crate::sched::latch::CoreLatch;
+use crate::sched::latch::WorkerLatch;
 use crate::sched::record::{self, Label};
 use crate::sched::worker::WorkerThread;
 
@@ -43,7 +43,7 @@ impl WorkerThread {
     /// Finds a job, searching (bounded) and parking when there is none.
     /// Returns `None` when `latch` is set, or, without a latch, when the
     /// pool terminates.
-    pub(in crate::sched) fn wait_for_work(&self, latch: Option<&CoreLatch>) -> Option<JobRef> {
+    pub(in crate::sched) fn wait_for_work(&self, latch: Option<&WorkerLatch>) -> Option<JobRef> {
         let info = self.info();
         info.busy.store(false, Ordering::Relaxed);
         info.request.store(false, Ordering::Relaxed);
@@ -90,14 +90,14 @@ impl WorkerThread {
 
     fn wait_for_work_inner(
         &self,
-        latch: Option<&CoreLatch>,
+        latch: Option<&WorkerLatch>,
         search: Option<&Cell<u64>>,
     ) -> Option<JobRef> {
         let reg = &*self.registry;
         let info = self.info();
         let mut rounds = 0u32;
         loop {
-            if latch.is_some_and(CoreLatch::probe) {
+            if latch.is_some_and(WorkerLatch::probe) {
                 // Busy first: a sleeper the hand-over wakes sees it so.
                 info.busy.store(true, Ordering::Relaxed);
                 self.stop_searching();
@@ -171,7 +171,7 @@ impl WorkerThread {
     }
 
     /// Runs other work until `latch` is set.
-    pub(crate) fn wait_until(&self, latch: &CoreLatch) {
+    pub(crate) fn wait_until(&self, latch: &WorkerLatch) {
         if latch.probe() {
             return;
         }
