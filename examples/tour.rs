@@ -16,7 +16,8 @@
 //! 4. for each pool, its thread count and whether its workers are pinned;
 //! 5. a table: `fib(N)` with a join on every call (leaves at `n < 2`) and
 //!    the sum of a pointer-based binary tree of `2^D - 1` boxed nodes with a
-//!    join on every node, each run sequentially, under every
+//!    join on every node (allocated parent first, see
+//!    `benches/workloads/tree.rs`), each run sequentially, under every
 //!    [`Policy`] of [`Policy::ALL`] and under rayon, best of 5 runs, in one
 //!    process. Each line gives the time, the speed relative to sequential
 //!    (`sequential time / this time`) and relative to rayon (`rayon time /
@@ -107,98 +108,13 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// The `join` a workload uses: sequential, terroir's or rayon's.
-trait Joiner {
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send;
-}
+// The workloads of the benchmarks, shared: fib and the tree, with the
+// sequential, terroir and rayon `join`s.
+#[path = "../benches/workloads/mod.rs"]
+mod workloads;
 
-struct Sequential;
-impl Joiner for Sequential {
-    #[inline(always)]
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        (a(), b())
-    }
-}
-
-struct Terroir;
-impl Joiner for Terroir {
-    #[inline(always)]
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        terroir::join(a, b)
-    }
-}
-
-struct Rayon;
-impl Joiner for Rayon {
-    #[inline(always)]
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        rayon::join(a, b)
-    }
-}
-
-/// `fib(n)` with a join on every call with `n >= 2`.
-fn fib<J: Joiner>(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = J::join(|| fib::<J>(n - 1), || fib::<J>(n - 2));
-    a + b
-}
-
-/// A boxed binary-tree node.
-struct Node {
-    value: u64,
-    left: Option<Box<Node>>,
-    right: Option<Box<Node>>,
-}
-
-/// A complete tree of `depth` levels (`2^depth - 1` nodes) whose values are
-/// `0, 1, 2, ...` in preorder.
-fn build_tree(depth: u32) -> Box<Node> {
-    fn build(depth: u32, next: &mut u64) -> Box<Node> {
-        let value = *next;
-        *next += 1;
-        let (left, right) = if depth > 1 {
-            (Some(build(depth - 1, next)), Some(build(depth - 1, next)))
-        } else {
-            (None, None)
-        };
-        Box::new(Node { value, left, right })
-    }
-    build(depth, &mut 0)
-}
-
-/// The sum of the values of the tree, with a join on every node.
-fn tree_sum<J: Joiner>(node: &Node) -> u64 {
-    let (l, r) = J::join(
-        || node.left.as_deref().map_or(0, tree_sum::<J>),
-        || node.right.as_deref().map_or(0, tree_sum::<J>),
-    );
-    node.value + l + r
-}
+use workloads::fib::{fib, Rayon, Seq as Sequential, Terroir};
+use workloads::tree::{build_tree, tree_sum, Layout, Node};
 
 /// Binds a fresh thread to each allowed CPU in turn and checks with
 /// `getcpu` that it runs there. Returns the number of CPUs checked.
@@ -304,7 +220,7 @@ fn main() {
     let depth = args.tree_depth;
     let nodes = (1u64 << depth) - 1;
     let build_start = Instant::now();
-    let tree = build_tree(depth);
+    let tree = build_tree(depth, Layout::ParentFirst);
     println!(
         "\ntree: {nodes} boxed nodes of {} bytes ({:.1} MiB before allocator overhead), built \
          in {:.1} ms",
