@@ -109,7 +109,21 @@ pub struct Breakdown {
 }
 
 impl Breakdown {
-    /// Parallel work ÷ sequential work (`r`).
+    /// Parallel work ÷ sequential work (`r`); an inflation of 25 % of the
+    /// sequential work gives 1.25.
+    ///
+    /// ```
+    /// use terroir::report::Breakdown;
+    /// let b = Breakdown {
+    ///     total_ns: 2_000,
+    ///     sequential_work_ns: 800,
+    ///     inflation_ns: 200,
+    ///     overhead_ns: 100,
+    ///     idle_ns: 850,
+    ///     unaccounted_ns: 50,
+    /// };
+    /// assert_eq!(b.work_ratio(), 1.25);
+    /// ```
     pub fn work_ratio(&self) -> f64 {
         let par = self.sequential_work_ns as i64 + self.inflation_ns;
         par as f64 / self.sequential_work_ns.max(1) as f64

@@ -282,6 +282,13 @@ impl Place {
     }
 
     /// Whether the place is strict.
+    ///
+    /// ```
+    /// let pool = terroir::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// let hint = pool.node(0).unwrap();
+    /// assert!(!hint.is_strict());
+    /// assert!(hint.strict().is_strict());
+    /// ```
     pub fn is_strict(&self) -> bool {
         self.strict
     }
