@@ -31,6 +31,7 @@ mod route;
 mod scope;
 mod sleep;
 mod stats;
+mod sync;
 mod thread_pool;
 mod worker;
 
