@@ -70,9 +70,10 @@ pub mod report;
 mod sched;
 
 pub use sched::{
-    current_num_threads, current_thread_index, in_place_scope, join, label, scope, spawn, Access,
-    DequeOrder, Distribution, NodeStats, ParsePolicyError, Place, PlaceError, Policy, PoolStats,
-    Scope, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD,
+    current_num_threads, current_thread_index, in_place_scope, join, label, max_num_threads, scope,
+    spawn, Access, DequeOrder, Distribution, NodeStats, ParsePolicyError, Place, PlaceError,
+    Policy, PoolStats, Scope, ThreadBuilder, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder,
+    DEFAULT_PUSH_THRESHOLD,
 };
 
 /// The README's examples, compiled and run as doctests.

@@ -18,6 +18,7 @@
 //! | recording tasks and counters | `record/` |
 
 mod builder;
+mod config;
 mod first_touch;
 mod hint;
 mod job;
@@ -31,6 +32,7 @@ mod route;
 mod scope;
 mod sleep;
 mod stats;
+mod thread_builder;
 mod thread_pool;
 mod worker;
 
@@ -47,5 +49,8 @@ pub use record::{
 pub use route::Distribution;
 pub use scope::{in_place_scope, scope, Scope};
 pub use stats::{NodeStats, PoolStats};
-pub use thread_pool::{current_num_threads, current_thread_index, spawn, ThreadPool};
+pub use thread_builder::ThreadBuilder;
+pub use thread_pool::{
+    current_num_threads, current_thread_index, max_num_threads, spawn, ThreadPool,
+};
 pub(crate) use worker::WorkerThread;

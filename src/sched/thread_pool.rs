@@ -419,6 +419,21 @@ pub fn current_thread_index() -> Option<usize> {
     WorkerThread::current().map(WorkerThread::index)
 }
 
+/// The most workers a pool may have: 65,535, as rayon-core on 64-bit
+/// targets. A larger [`num_threads`](crate::ThreadPoolBuilder::num_threads)
+/// (or `TERROIR_NUM_THREADS`, `RAYON_NUM_THREADS`) is an error naming it
+/// when the pool is built, where rayon-core lowers it to this maximum
+/// silently.
+///
+/// ```
+/// let too_many = terroir::max_num_threads() + 1;
+/// let err = terroir::ThreadPoolBuilder::new().num_threads(too_many).build().unwrap_err();
+/// assert!(matches!(err, terroir::ThreadPoolBuildError::TooManyThreads { .. }));
+/// ```
+pub fn max_num_threads() -> usize {
+    super::config::MAX_NUM_THREADS
+}
+
 /// Number of workers of the current pool (the global pool outside any
 /// pool).
 pub fn current_num_threads() -> usize {

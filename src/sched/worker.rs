@@ -127,9 +127,9 @@ impl WorkerThread {
         unsafe { p.as_ref() }
     }
 
-    pub(super) fn run(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) {
+    fn new(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) -> WorkerThread {
         let node = registry.workers[index].seat.node;
-        let wt = WorkerThread {
+        WorkerThread {
             deque,
             private_head: Cell::new(std::ptr::null()),
             searching: Cell::new(false),
@@ -144,13 +144,40 @@ impl WorkerThread {
             registry,
             rec: WorkerRec::new(),
             foreign: Cell::new(std::ptr::null()),
-        };
+        }
+    }
+
+    /// Runs worker `index` on this thread until the pool terminates: the
+    /// start handler, the main loop, the exit handler. The thread is a
+    /// worker only meanwhile.
+    pub(super) fn run(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) {
+        let wt = WorkerThread::new(registry, index, deque);
         WORKER.with(|c| c.set(&wt));
+        let reg = Arc::clone(&wt.registry);
+        if let Some(handler) = &reg.start_handler {
+            reg.call_user(|| handler(index));
+        }
         while let Some(job) = wt.wait_for_work(None) {
             // SAFETY: a job taken from a queue is executed once, by us.
             unsafe { wt.execute(job) };
         }
+        if let Some(handler) = &reg.exit_handler {
+            reg.call_user(|| handler(index));
+        }
         WORKER.with(|c| c.set(std::ptr::null()));
+    }
+
+    /// Makes the calling thread worker `index` without running a main loop
+    /// (`ThreadPoolBuilder::use_current_thread`): it runs the pool's jobs
+    /// only while it waits in the pool. It stays a worker for the rest of
+    /// the thread's life (the worker state is leaked, as in rayon-core).
+    pub(super) fn adopt_current(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) {
+        debug_assert!(WorkerThread::current().is_none());
+        let wt: &'static WorkerThread =
+            Box::leak(Box::new(WorkerThread::new(registry, index, deque)));
+        // It runs the caller's code: thieves may ask it for continuations.
+        wt.info().busy.store(true, Ordering::Relaxed);
+        WORKER.with(|c| c.set(wt));
     }
 
     pub(crate) fn index(&self) -> usize {
