@@ -70,9 +70,10 @@ pub mod report;
 mod sched;
 
 pub use sched::{
-    current_num_threads, current_thread_index, in_place_scope, join, label, max_num_threads, scope,
-    spawn, Access, DequeOrder, Distribution, NodeStats, ParsePolicyError, Place, PlaceError,
-    Policy, PoolStats, Scope, ThreadBuilder, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder,
+    current_num_threads, current_thread_index, in_place_scope, in_place_scope_fifo, join,
+    join_context, label, max_num_threads, scope, scope_fifo, spawn, spawn_fifo, Access, DequeOrder,
+    Distribution, FnContext, NodeStats, ParsePolicyError, Place, PlaceError, Policy, PoolStats,
+    Scope, ScopeFifo, ThreadBuilder, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder,
     DEFAULT_PUSH_THRESHOLD,
 };
 

@@ -474,14 +474,14 @@ pub unsafe extern "C" fn terroir_current_worker(out: *mut usize) -> c_int {
 #[inline(always)]
 fn join_in(here: CtxPtr, a: CTask, b: CTask) {
     let (a, b) = (&a, &(b, here));
-    crate::sched::join_context(move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
+    crate::sched::join_flagged(move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
 }
 
 /// [`join_in`] on `wt`, the calling thread's worker, already looked up.
 #[inline(always)]
 fn join_on(wt: &WorkerThread, here: CtxPtr, a: CTask, b: CTask) {
     let (a, b) = (&a, &(b, here));
-    crate::sched::join_context_in(wt, move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
+    crate::sched::join_flagged_in(wt, move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
 }
 
 /// Runs `fa(a)` and `fb(b)`, potentially in parallel, and returns when

@@ -30,6 +30,7 @@ mod record;
 mod registry;
 mod route;
 mod scope;
+mod scope_fifo;
 mod sleep;
 mod stats;
 mod thread_builder;
@@ -37,8 +38,8 @@ mod thread_pool;
 mod worker;
 
 pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD};
-pub use join::join;
-pub(crate) use join::{join_context, join_context_in};
+pub use join::{join, join_context, FnContext};
+pub(crate) use join::{join_flagged, join_flagged_in};
 pub(crate) use latch::{Latch, WorkerLatch};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
@@ -48,9 +49,10 @@ pub use record::{
 };
 pub use route::Distribution;
 pub use scope::{in_place_scope, scope, Scope};
+pub use scope_fifo::{in_place_scope_fifo, scope_fifo, ScopeFifo};
 pub use stats::{NodeStats, PoolStats};
 pub use thread_builder::ThreadBuilder;
 pub use thread_pool::{
-    current_num_threads, current_thread_index, max_num_threads, spawn, ThreadPool,
+    current_num_threads, current_thread_index, max_num_threads, spawn, spawn_fifo, ThreadPool,
 };
 pub(crate) use worker::WorkerThread;

@@ -482,9 +482,49 @@ impl Registry {
     where
         F: FnOnce() + Send + 'static,
     {
+        let body = self.static_body(f);
+        match place {
+            None => {
+                // SAFETY: the body is 'static.
+                let job = unsafe { HeapJob::new(body).into_job_ref(None) };
+                self.push_or_inject(job);
+            }
+            // SAFETY: the body is 'static.
+            Some(place) => unsafe { self.spawn_placed(place, body) },
+        }
+    }
+
+    /// Spawns a `'static` job as [`spawn_static`](Self::spawn_static)
+    /// does, in FIFO order among the `spawn_fifo`s of the spawning worker
+    /// (through its `JobFifo`); from outside the pool, injected as any
+    /// job from outside.
+    pub(crate) fn spawn_static_fifo<F>(&self, f: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let body = self.static_body(f);
+        // SAFETY: the body is 'static.
+        let job = unsafe { HeapJob::new(body).into_job_ref(None) };
+        match WorkerThread::current() {
+            // SAFETY: a worker's FIFO lives as long as the worker, which
+            // cannot exit while this job holds the pool's terminate count.
+            Some(wt) if std::ptr::eq(Arc::as_ptr(&wt.registry), self) => unsafe {
+                wt.push_fifo(&wt.fifo, job)
+            },
+            _ => self.inject(job),
+        }
+    }
+
+    /// `f` as the body of a `'static` job: it holds one count of the
+    /// pool's life (taken now, given back when it ends), and its panic
+    /// goes to the panic handler.
+    fn static_body<F>(&self, f: F) -> impl FnOnce() + Send + 'static
+    where
+        F: FnOnce() + Send + 'static,
+    {
         self.terminate_count.fetch_add(1, Ordering::Relaxed);
         let registry = RegistryPtr(self);
-        let body = move || {
+        move || {
             let registry = registry;
             // SAFETY: the job runs on a worker of this registry (only its
             // workers take jobs from its queues), which holds an `Arc` of
@@ -495,15 +535,6 @@ impl Registry {
                 registry.handle_panic(p);
             }
             registry.terminate();
-        };
-        match place {
-            None => {
-                // SAFETY: the body is 'static.
-                let job = unsafe { HeapJob::new(body).into_job_ref(None) };
-                self.push_or_inject(job);
-            }
-            // SAFETY: the body is 'static.
-            Some(place) => unsafe { self.spawn_placed(place, body) },
         }
     }
 
@@ -580,9 +611,9 @@ fn never_ran(spawned: &[usize], mut seen: Vec<usize>) -> ThreadPoolBuildError {
 }
 
 /// A registry pointer that a `'static` job carries without a reference
-/// count (see [`Registry::spawn_static`] for why it stays valid).
+/// count (see [`Registry::static_body`] for why it stays valid).
 struct RegistryPtr(*const Registry);
 
 // SAFETY: the registry is `Sync`; the pointer is only dereferenced while
-// the registry is alive (see `Registry::spawn_static`).
+// the registry is alive (see `Registry::static_body`).
 unsafe impl Send for RegistryPtr {}

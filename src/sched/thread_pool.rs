@@ -7,7 +7,8 @@ use super::place::{Place, PlaceError, PlaceKind};
 use super::policy::Policy;
 use super::record::{RecordError, RecordOptions, Recording};
 use super::registry::{global_registry, Registry};
-use super::scope::{scope, Scope};
+use super::scope::{in_place_scope_in, scope, Scope};
+use super::scope_fifo::{in_place_scope_fifo_in, scope_fifo, ScopeFifo};
 use super::stats::PoolStats;
 use super::worker::WorkerThread;
 use crate::numa::Topology;
@@ -59,6 +60,44 @@ impl ThreadPool {
         self.install(|| scope(op))
     }
 
+    /// [`scope_fifo`](crate::scope_fifo) inside this pool.
+    pub fn scope_fifo<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&ScopeFifo<'scope>) -> R + Send,
+        R: Send,
+    {
+        self.install(|| scope_fifo(op))
+    }
+
+    /// A scope whose spawns go to this pool, with `op` run on the calling
+    /// thread (which need not be a worker: then nothing blocks a worker
+    /// while `op` runs). The caller waits for the spawned tasks at the end;
+    /// a worker of another pool runs its own pool's work meanwhile.
+    ///
+    /// ```
+    /// let pool = terroir::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// pool.in_place_scope(|s| {
+    ///     s.spawn(move |_| tx.send(42).unwrap());
+    ///     // The pool's only worker is free to run the task meanwhile.
+    ///     assert_eq!(rx.recv().unwrap(), 42);
+    /// });
+    /// ```
+    pub fn in_place_scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R,
+    {
+        in_place_scope_in(&self.registry, op)
+    }
+
+    /// [`in_place_scope`](Self::in_place_scope) with a [`ScopeFifo`].
+    pub fn in_place_scope_fifo<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&ScopeFifo<'scope>) -> R,
+    {
+        in_place_scope_fifo_in(&self.registry, op)
+    }
+
     /// Spawns a `'static` job into this pool without waiting for it. The
     /// pool stays alive (its workers keep running) until the job is done.
     pub fn spawn<OP>(&self, op: OP)
@@ -66,6 +105,15 @@ impl ThreadPool {
         OP: FnOnce() + Send + 'static,
     {
         self.registry.spawn_static(None, op)
+    }
+
+    /// [`spawn`](Self::spawn) in FIFO order among the `spawn_fifo`s of the
+    /// calling worker (see [`spawn_fifo`](crate::spawn_fifo)).
+    pub fn spawn_fifo<OP>(&self, op: OP)
+    where
+        OP: FnOnce() + Send + 'static,
+    {
+        self.registry.spawn_static_fifo(op)
     }
 
     /// Spawns a `'static` job at `place` without waiting for it (see
@@ -405,6 +453,39 @@ where
     match WorkerThread::current() {
         Some(wt) => wt.registry().spawn_static(None, op),
         None => global_registry().spawn_static(None, op),
+    }
+}
+
+/// [`spawn`] in FIFO order: the jobs a worker spawns with `spawn_fifo` run
+/// in the order they were spawned (when no other worker takes them first),
+/// while its LIFO spawns and joins keep running newest first. Each worker
+/// queues them in a FIFO of its own and pushes a stand-in on its deque
+/// that runs the oldest one. From outside any pool, the job goes to the
+/// global pool as any job from outside. Same contract as
+/// `rayon::spawn_fifo`.
+///
+/// ```
+/// let pool = terroir::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// pool.install(|| {
+///     for i in 0..4 {
+///         let tx = tx.clone();
+///         terroir::spawn_fifo(move || tx.send(i).unwrap());
+///     }
+/// });
+/// drop(tx);
+/// assert_eq!(rx.iter().collect::<Vec<_>>(), [0, 1, 2, 3]);
+/// ```
+///
+/// # Panics
+/// As [`spawn`]: a panic goes to the pool's panic handler.
+pub fn spawn_fifo<OP>(op: OP)
+where
+    OP: FnOnce() + Send + 'static,
+{
+    match WorkerThread::current() {
+        Some(wt) => wt.registry().spawn_static_fifo(op),
+        None => global_registry().spawn_static_fifo(op),
     }
 }
 

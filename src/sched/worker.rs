@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
-use super::job::JobRef;
+use super::job::{JobFifo, JobRef};
 use super::join::PrivateJob;
 use super::policy::{Policy, Seat, Victim};
 use super::record::{Label, Slot, WorkerRec};
@@ -44,6 +44,9 @@ pub(crate) struct WorkerInfo {
 /// The state of the worker that runs on this thread.
 pub(crate) struct WorkerThread {
     pub(super) deque: Worker<JobRef>,
+    /// The FIFO of this worker's global `spawn_fifo`s (their stand-ins go
+    /// on `deque`).
+    pub(super) fifo: JobFifo,
     /// Newest private continuation (head of the `PrivateJob` list).
     pub(super) private_head: Cell<*const PrivateJob>,
     pub(super) searching: Cell<bool>,
@@ -131,6 +134,7 @@ impl WorkerThread {
         let node = registry.workers[index].seat.node;
         WorkerThread {
             deque,
+            fifo: JobFifo::new(),
             private_head: Cell::new(std::ptr::null()),
             searching: Cell::new(false),
             look_again: Cell::new(None),
@@ -227,6 +231,23 @@ impl WorkerThread {
     pub(crate) fn push(&self, job: JobRef) {
         self.deque.push(job);
         self.registry.sleep.new_work(self.node);
+    }
+
+    /// Pops the newest job of this worker's own deque (the oldest with
+    /// [`DequeOrder::Fifo`](super::DequeOrder::Fifo)).
+    #[inline]
+    pub(super) fn pop_local(&self) -> Option<JobRef> {
+        self.deque.pop()
+    }
+
+    /// Queues a job in `fifo` and pushes its stand-in on this worker's
+    /// deque (see [`JobFifo`]).
+    ///
+    /// # Safety
+    /// `fifo` must outlive the stand-in's execution.
+    pub(crate) unsafe fn push_fifo(&self, fifo: &JobFifo, job: JobRef) {
+        // SAFETY: forwarded from the caller.
+        self.push(unsafe { fifo.push(job) });
     }
     pub(crate) fn next_random(&self) -> usize {
         // xorshift64
