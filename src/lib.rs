@@ -70,11 +70,12 @@ pub mod report;
 mod sched;
 
 pub use sched::{
-    current_num_threads, current_thread_index, in_place_scope, in_place_scope_fifo, join,
-    join_context, label, max_num_threads, scope, scope_fifo, spawn, spawn_fifo, Access, DequeOrder,
-    Distribution, FnContext, NodeStats, ParsePolicyError, Place, PlaceError, Policy, PoolStats,
-    Scope, ScopeFifo, ThreadBuilder, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder,
-    DEFAULT_PUSH_THRESHOLD,
+    broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,
+    in_place_scope, in_place_scope_fifo, join, join_context, label, max_num_threads, scope,
+    scope_fifo, spawn, spawn_broadcast, spawn_fifo, yield_local, yield_now, Access,
+    BroadcastContext, DequeOrder, Distribution, FnContext, NodeStats, ParsePolicyError, Place,
+    PlaceError, Policy, PoolStats, Scope, ScopeFifo, ThreadBuilder, ThreadPool,
+    ThreadPoolBuildError, ThreadPoolBuilder, Yield, DEFAULT_PUSH_THRESHOLD,
 };
 
 /// The README's examples, compiled and run as doctests.

@@ -295,3 +295,227 @@ fn an_in_place_scope_of_another_pool_runs_on_a_worker_waiting_by_stealing() {
     });
     assert_eq!(done.into_inner(), 2);
 }
+
+// ---- broadcast ---------------------------------------------------------
+
+#[test]
+fn broadcast_runs_once_per_worker_and_returns_in_index_order() {
+    let pool = ThreadPoolBuilder::new().num_threads(5).build().unwrap();
+    let threads = Mutex::new(Vec::new());
+    let from_outside = pool.broadcast(|ctx| {
+        threads.lock().unwrap().push(std::thread::current().id());
+        assert_eq!(terroir::current_thread_index(), Some(ctx.index()));
+        (ctx.index(), ctx.num_threads())
+    });
+    assert_eq!(from_outside, (0..5).map(|i| (i, 5)).collect::<Vec<_>>());
+    let mut threads = threads.into_inner().unwrap();
+    threads.sort_unstable_by_key(|t| format!("{t:?}"));
+    threads.dedup();
+    assert_eq!(threads.len(), 5, "five different threads");
+    // From a worker of the pool, which runs its own part while it waits.
+    let from_inside = pool.install(|| terroir::broadcast(|ctx| ctx.index() * 2));
+    assert_eq!(from_inside, [0, 2, 4, 6, 8]);
+}
+
+#[test]
+fn a_broadcast_panic_propagates_after_every_worker_ran() {
+    let pool = ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+    let ran = AtomicUsize::new(0);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool.broadcast(|ctx| {
+            ran.fetch_add(1, Ordering::SeqCst);
+            if ctx.index() >= 2 {
+                std::panic::panic_any(ctx.index());
+            }
+        })
+    }));
+    assert_eq!(ran.into_inner(), 4);
+    // The first panic in index order.
+    assert_eq!(*result.unwrap_err().downcast_ref::<usize>().unwrap(), 2);
+}
+
+#[test]
+fn spawn_broadcast_panics_go_to_the_handler_once_per_panicking_worker() {
+    let (panic_tx, panics) = mpsc::channel();
+    let panic_tx = Mutex::new(panic_tx);
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(5)
+        .panic_handler(move |e| {
+            let index = *e.downcast_ref::<usize>().unwrap();
+            panic_tx.lock().unwrap().send(index).unwrap();
+        })
+        .build()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    pool.spawn_broadcast(move |ctx| {
+        tx.lock().unwrap().send(ctx.index()).unwrap();
+        if ctx.index() % 2 == 1 {
+            std::panic::panic_any(ctx.index());
+        }
+    });
+    drop(pool); // the workers finish the broadcast first
+    let mut ran: Vec<usize> = rx.iter().collect();
+    ran.sort_unstable();
+    assert_eq!(ran, [0, 1, 2, 3, 4]);
+    let mut panicked: Vec<usize> = panics.iter().collect();
+    panicked.sort_unstable();
+    assert_eq!(panicked, [1, 3]);
+}
+
+#[test]
+fn a_spawned_broadcast_runs_before_a_later_broadcast_on_every_worker() {
+    let pool = ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    for _ in 0..20 {
+        let (tx, rx) = mpsc::channel();
+        let tx = Mutex::new(tx);
+        pool.spawn_broadcast(move |ctx| tx.lock().unwrap().send(ctx.index()).unwrap());
+        pool.broadcast(|_| {});
+        // Every worker ran the spawned one before its part of the second.
+        let mut got: Vec<usize> = rx.try_iter().collect();
+        got.sort_unstable();
+        assert_eq!(got, [0, 1, 2]);
+    }
+}
+
+#[test]
+fn broadcasts_between_two_pools_do_not_deadlock() {
+    let small = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let big = ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    let count = AtomicUsize::new(0);
+    small.install(|| {
+        big.broadcast(|_| {
+            small.broadcast(|_| {
+                count.fetch_add(1, Ordering::Relaxed);
+            })
+        })
+    });
+    assert_eq!(count.into_inner(), 2 * 3);
+}
+
+#[test]
+fn concurrent_broadcasts_reach_every_worker_in_one_order() {
+    // Each broadcast's parts wait for one another (a barrier of all
+    // workers): if two broadcasts reached the workers in different orders,
+    // some workers would wait in one barrier and the rest in the other.
+    let pool = ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    for _ in 0..50 {
+        let (first, second) = (Barrier::new(3), Barrier::new(3));
+        std::thread::scope(|s| {
+            s.spawn(|| pool.broadcast(|_| first.wait()));
+            s.spawn(|| pool.broadcast(|_| second.wait()));
+        });
+    }
+}
+
+#[test]
+fn a_scope_broadcast_reaches_every_worker_while_the_caller_waits_with_them() {
+    let pool = ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    let all = Barrier::new(4); // three workers and the caller at once
+    pool.in_place_scope(|s| {
+        s.spawn_broadcast(|_, _| {
+            all.wait();
+        });
+        all.wait();
+    });
+}
+
+#[test]
+fn nested_scope_broadcasts_run_n_squared_times() {
+    let pool = ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    let count = AtomicUsize::new(0);
+    pool.scope_fifo(|s| {
+        s.spawn_broadcast(|s, _| {
+            s.spawn_broadcast(|_, ctx| {
+                assert!(ctx.index() < ctx.num_threads());
+                count.fetch_add(1, Ordering::Relaxed);
+            });
+        });
+    });
+    assert_eq!(count.into_inner(), 9);
+}
+
+#[test]
+fn a_scope_broadcast_panic_reaches_the_scope_after_every_worker_ran() {
+    let pool = ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+    let ran = AtomicUsize::new(0);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool.scope(|s| {
+            s.spawn_broadcast(|_, ctx| {
+                ran.fetch_add(1, Ordering::SeqCst);
+                if ctx.index() == 1 {
+                    std::panic::panic_any("worker 1 fails");
+                }
+            })
+        })
+    }));
+    assert_eq!(ran.into_inner(), 4);
+    assert_eq!(
+        *result.unwrap_err().downcast_ref::<&str>().unwrap(),
+        "worker 1 fails"
+    );
+}
+
+// ---- yielding and pending tasks ----------------------------------------
+
+#[test]
+fn yielding_runs_pending_work_of_the_worker() {
+    let pool = one_worker();
+    assert_eq!(pool.yield_now(), None, "not a worker of the pool");
+    assert_eq!(pool.yield_local(), None);
+    assert_eq!(pool.current_thread_has_pending_tasks(), None);
+    let ran = AtomicUsize::new(0);
+    pool.scope(|s| {
+        assert_eq!(terroir::yield_local(), Some(terroir::Yield::Idle));
+        s.spawn(|_| {
+            ran.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(pool.current_thread_has_pending_tasks(), Some(true));
+        assert_eq!(terroir::yield_local(), Some(terroir::Yield::Executed));
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_eq!(pool.current_thread_has_pending_tasks(), Some(false));
+        s.spawn(|_| {
+            ran.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(pool.yield_now(), Some(terroir::Yield::Executed));
+        assert_eq!(pool.yield_now(), Some(terroir::Yield::Idle));
+    });
+    assert_eq!(ran.into_inner(), 2);
+    // Another pool's worker is not this pool's.
+    let other = one_worker();
+    assert_eq!(other.install(|| pool.yield_now()), None);
+}
+
+#[test]
+fn yield_local_runs_a_broadcast_part_waiting_for_this_worker() {
+    let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let me = pool.install(|| {
+        let me = terroir::current_thread_index().unwrap();
+        pool.spawn_broadcast(move |ctx| tx.lock().unwrap().send(ctx.index()).unwrap());
+        // This worker's part waits in its inbox until it yields (or idles).
+        let start = std::time::Instant::now();
+        loop {
+            if terroir::yield_local() == Some(terroir::Yield::Executed) {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60));
+        }
+        me
+    });
+    assert!(rx.iter().take(2).any(|i| i == me));
+}
+
+#[test]
+fn a_private_join_continuation_counts_as_pending() {
+    let pool = one_worker();
+    let pending = pool.install(|| {
+        terroir::join(
+            terroir::current_thread_has_pending_tasks,
+            terroir::current_thread_has_pending_tasks,
+        )
+    });
+    // While `a` runs, `b` waits (private); while `b` runs, nothing does.
+    assert_eq!(pending, (Some(true), Some(false)));
+}

@@ -17,6 +17,7 @@
 //! | statistics | `stats.rs` |
 //! | recording tasks and counters | `record/` |
 
+mod broadcast;
 mod builder;
 mod config;
 mod first_touch;
@@ -37,6 +38,7 @@ mod thread_builder;
 mod thread_pool;
 mod worker;
 
+pub use broadcast::{broadcast, spawn_broadcast, BroadcastContext};
 pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD};
 pub use join::{join, join_context, FnContext};
 pub(crate) use join::{join_flagged, join_flagged_in};
@@ -53,6 +55,7 @@ pub use scope_fifo::{in_place_scope_fifo, scope_fifo, ScopeFifo};
 pub use stats::{NodeStats, PoolStats};
 pub use thread_builder::ThreadBuilder;
 pub use thread_pool::{
-    current_num_threads, current_thread_index, max_num_threads, spawn, spawn_fifo, ThreadPool,
+    current_num_threads, current_thread_has_pending_tasks, current_thread_index, max_num_threads,
+    spawn, spawn_fifo, yield_local, yield_now, ThreadPool, Yield,
 };
 pub(crate) use worker::WorkerThread;

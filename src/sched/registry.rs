@@ -72,6 +72,10 @@ pub(crate) struct Registry {
     /// Called by each worker with its index when it starts and exits.
     pub(super) start_handler: Option<Box<ThreadHandler>>,
     pub(super) exit_handler: Option<Box<ThreadHandler>>,
+    /// Held while a broadcast's jobs are pushed, so that every worker
+    /// receives concurrent broadcasts in the same order (see
+    /// `broadcast.rs`).
+    pub(super) broadcast_lock: Mutex<()>,
     pub(super) pinned: bool,
     pub(super) recorder: PoolRecorder,
 }
@@ -324,6 +328,7 @@ impl Registry {
             panic_handler: config.panic_handler,
             start_handler: config.start_handler,
             exit_handler: config.exit_handler,
+            broadcast_lock: Mutex::new(()),
             pinned: config.pin,
             recorder: PoolRecorder::new(),
             topology: topo,
@@ -518,7 +523,7 @@ impl Registry {
     /// `f` as the body of a `'static` job: it holds one count of the
     /// pool's life (taken now, given back when it ends), and its panic
     /// goes to the panic handler.
-    fn static_body<F>(&self, f: F) -> impl FnOnce() + Send + 'static
+    pub(super) fn static_body<F>(&self, f: F) -> impl FnOnce() + Send + 'static
     where
         F: FnOnce() + Send + 'static,
     {

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::broadcast::BroadcastContext;
 use super::place::{Place, PlaceError, PlaceKind};
 use super::policy::Policy;
 use super::record::{RecordError, RecordOptions, Recording};
@@ -58,6 +59,34 @@ impl ThreadPool {
         R: Send,
     {
         self.install(|| scope(op))
+    }
+
+    /// Runs `op` once on every worker of this pool and returns the results
+    /// in worker index order (see [`broadcast`](crate::broadcast)).
+    ///
+    /// ```
+    /// let pool = terroir::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// assert_eq!(pool.broadcast(|ctx| ctx.index() * 10), [0, 10]);
+    /// ```
+    ///
+    /// # Panics
+    /// As [`broadcast`](crate::broadcast).
+    pub fn broadcast<OP, R>(&self, op: OP) -> Vec<R>
+    where
+        OP: Fn(BroadcastContext<'_>) -> R + Sync,
+        R: Send,
+    {
+        self.registry.broadcast(op)
+    }
+
+    /// Spawns `op` on every worker of this pool without waiting for it
+    /// (see [`spawn_broadcast`](crate::spawn_broadcast)). The pool stays
+    /// alive until every worker has run it.
+    pub fn spawn_broadcast<OP>(&self, op: OP)
+    where
+        OP: Fn(BroadcastContext<'_>) + Send + Sync + 'static,
+    {
+        self.registry.spawn_broadcast(op)
     }
 
     /// [`scope_fifo`](crate::scope_fifo) inside this pool.
@@ -372,6 +401,29 @@ impl ThreadPool {
         self.registry.stop_recording()
     }
 
+    /// [`yield_now`](crate::yield_now) if the current thread is a worker
+    /// of this pool; `None` otherwise.
+    pub fn yield_now(&self) -> Option<Yield> {
+        self.current_worker().map(WorkerThread::yield_now)
+    }
+
+    /// [`yield_local`](crate::yield_local) if the current thread is a
+    /// worker of this pool; `None` otherwise.
+    pub fn yield_local(&self) -> Option<Yield> {
+        self.current_worker().map(WorkerThread::yield_local)
+    }
+
+    /// [`current_thread_has_pending_tasks`](crate::current_thread_has_pending_tasks)
+    /// if the current thread is a worker of this pool; `None` otherwise.
+    pub fn current_thread_has_pending_tasks(&self) -> Option<bool> {
+        self.current_worker().map(WorkerThread::has_pending_tasks)
+    }
+
+    /// The calling thread's worker, if it is one of this pool's.
+    fn current_worker(&self) -> Option<&'static WorkerThread> {
+        WorkerThread::current().filter(|wt| Arc::ptr_eq(wt.registry(), &self.registry))
+    }
+
     /// Number of workers of this pool.
     pub fn current_num_threads(&self) -> usize {
         self.registry.num_threads()
@@ -380,9 +432,7 @@ impl ThreadPool {
     /// Index of the current thread among this pool's workers, or `None` when
     /// it is not one of them.
     pub fn current_thread_index(&self) -> Option<usize> {
-        WorkerThread::current()
-            .filter(|wt| Arc::ptr_eq(wt.registry(), &self.registry))
-            .map(WorkerThread::index)
+        self.current_worker().map(WorkerThread::index)
     }
 
     /// The topology the pool schedules on.
@@ -487,6 +537,65 @@ where
         Some(wt) => wt.registry().spawn_static_fifo(op),
         None => global_registry().spawn_static_fifo(op),
     }
+}
+
+/// What [`yield_now`] or [`yield_local`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Yield {
+    /// A job was found and run.
+    Executed,
+    /// No job was found.
+    Idle,
+}
+
+/// Runs one pending job of the current pool on the calling worker, if it
+/// finds one where an idle worker would look (its own deque and inboxes,
+/// its node's queues, other workers in its steal order): cooperative
+/// yielding for code that polls. The job may run nested work and steal.
+/// Returns `None` on a thread that is not a worker. Same contract as
+/// `rayon::yield_now`; `join` continuations the worker keeps private
+/// (README §1) are not run.
+///
+/// ```
+/// let pool = terroir::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// assert_eq!(terroir::yield_now(), None); // not a worker
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// pool.install(|| {
+///     terroir::spawn(move || tx.send("ran").unwrap());
+///     // The only worker is busy here: yielding runs the spawned job.
+///     assert_eq!(terroir::yield_now(), Some(terroir::Yield::Executed));
+///     assert_eq!(terroir::yield_now(), Some(terroir::Yield::Idle));
+/// });
+/// assert_eq!(rx.recv().unwrap(), "ran");
+/// ```
+pub fn yield_now() -> Option<Yield> {
+    WorkerThread::current().map(WorkerThread::yield_now)
+}
+
+/// [`yield_now`] limited to the calling worker's own work (its deque, and
+/// its inboxes: broadcasts, tasks placed on it): no stealing. Same
+/// contract as `rayon::yield_local`.
+pub fn yield_local() -> Option<Yield> {
+    WorkerThread::current().map(WorkerThread::yield_local)
+}
+
+/// Whether the calling worker has work of its own waiting (jobs on its
+/// deque, or a `join` continuation it keeps private), or `None` on a
+/// thread that is not a worker. Racy by nature: other workers may take
+/// the work meanwhile. Same contract as
+/// `rayon::current_thread_has_pending_tasks`.
+///
+/// ```
+/// assert_eq!(terroir::current_thread_has_pending_tasks(), None);
+/// let pool = terroir::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// pool.scope(|s| {
+///     assert_eq!(terroir::current_thread_has_pending_tasks(), Some(false));
+///     s.spawn(|_| {});
+///     assert_eq!(terroir::current_thread_has_pending_tasks(), Some(true));
+/// });
+/// ```
+pub fn current_thread_has_pending_tasks() -> Option<bool> {
+    WorkerThread::current().map(WorkerThread::has_pending_tasks)
 }
 
 /// Index of the current thread in its pool, or `None` outside any pool.

@@ -14,6 +14,7 @@ use super::policy::{Policy, Seat, Victim};
 use super::record::{Label, Slot, WorkerRec};
 use super::registry::Registry;
 use super::stats::{bump, WorkerStats};
+use super::thread_pool::Yield;
 
 /// What other threads may touch of a worker.
 pub(crate) struct WorkerInfo {
@@ -333,6 +334,49 @@ impl WorkerThread {
         bump(counter, 1);
         Some(job)
     }
+    /// Runs one job from anywhere this worker may take one (as when it is
+    /// idle: its deque, its inboxes, its node's queues, then other workers
+    /// in its steal order), if there is one.
+    pub(crate) fn yield_now(&self) -> Yield {
+        let job = self.find_work();
+        self.run_yielded(job)
+    }
+
+    /// Runs one job of this worker's own: its deque, then its inboxes
+    /// (broadcasts, tasks placed on it), if there is one.
+    pub(crate) fn yield_local(&self) -> Yield {
+        let me = self.info();
+        let job = self
+            .deque
+            .pop()
+            .or_else(|| steal_from(&me.strict_inbox))
+            .or_else(|| steal_from(&me.hint_inbox));
+        self.run_yielded(job)
+    }
+
+    fn run_yielded(&self, job: Option<JobRef>) -> Yield {
+        let Some(job) = job else { return Yield::Idle };
+        self.took_job();
+        // SAFETY: a job taken from a queue is executed once, by us.
+        unsafe { self.execute(job) };
+        Yield::Executed
+    }
+
+    /// Whether this worker has work of its own waiting: jobs on its deque,
+    /// or a `join` continuation it keeps private (which rayon-core would
+    /// have on its deque).
+    pub(crate) fn has_pending_tasks(&self) -> bool {
+        if !self.deque.is_empty() {
+            return true;
+        }
+        // SAFETY: a linked node lives in the frame of a `join` of this
+        // thread that has not returned (it unlinks its node first).
+        let newest = unsafe { self.private_head.get().as_ref() };
+        // Promoted continuations are the oldest end of the list: if the
+        // newest is promoted, all are (on the deque, or taken by others).
+        newest.is_some_and(|node| !node.was_promoted())
+    }
+
     /// Asks the nearest busy worker without a pending request to expose a
     /// continuation.
     pub(super) fn request_work(&self) {
