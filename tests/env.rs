@@ -22,7 +22,7 @@ fn environment_overrides_and_errors() {
     std::env::remove_var("RAYON_NUM_THREADS");
     let pool = build().unwrap();
     assert_eq!(pool.current_num_threads(), 6, "default: one worker per PU");
-    assert_eq!(pool.policy(), Policy::Hierarchical);
+    assert_eq!(pool.policy(), Policy::Locality);
 
     std::env::set_var("TERROIR_NUM_THREADS", "3");
     std::env::set_var("TERROIR_POLICY", "flat");

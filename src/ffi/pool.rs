@@ -29,12 +29,13 @@ pub type TerroirTaskFn = Option<unsafe extern "C" fn(arg: *mut c_void)>;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TerroirPolicy {
-    /// `TERROIR_POLICY` from the environment if set, else `HIERARCHICAL`.
+    /// `TERROIR_POLICY` from the environment if set, else `LOCALITY`.
     Default = 0,
-    /// Random victims, topology and places ignored (the rayon-like baseline).
+    /// Random victims, topology ignored (the rayon-like baseline); place
+    /// hints ignored, strict places honoured.
     Flat = 1,
     /// Own deque, then L3 neighbours, own node, other nodes nearest first;
-    /// places ignored.
+    /// place hints ignored, strict places honoured.
     Hierarchical = 2,
     /// Hierarchical stealing; places are hints, strict places strict.
     Locality = 3,

@@ -141,7 +141,7 @@ impl From<NumaError> for ThreadPoolBuildError {
 /// whose sysfs has no NUMA information, every allowed CPU as one node, see
 /// [`topology`](Self::topology)), one worker per allowed processing unit
 /// within the process's cgroup CPU quota (`TERROIR_NUM_THREADS`, else
-/// `RAYON_NUM_THREADS`, overrides), the [`Policy::Hierarchical`] policy
+/// `RAYON_NUM_THREADS`, overrides), the [`Policy::Locality`] policy
 /// (`TERROIR_POLICY` overrides), workers pinned to their PU when the
 /// topology is this machine's (`TERROIR_PIN=0|1` overrides).
 ///
@@ -376,7 +376,7 @@ impl<S> ThreadPoolBuilder<S> {
         self
     }
 
-    /// The stealing policy (default [`Policy::Hierarchical`], or
+    /// The stealing policy (default [`Policy::Locality`], or
     /// `TERROIR_POLICY`).
     pub fn policy(mut self, policy: Policy) -> Self {
         self.settings.policy = Some(policy);

@@ -191,10 +191,12 @@ impl<'scope> Scope<'scope> {
     }
 
     /// Spawns `body` at `place`: on its node or worker, as a hint or
-    /// strictly (see [`Place`]), under the `Locality` policies; like
-    /// [`spawn`](Self::spawn) under `Flat` and `Hierarchical`. Declared data
-    /// counts in the pool's [locality ratio](crate::PoolStats::locality_ratio)
-    /// under every policy.
+    /// strictly (see [`Place`]). A strict place is honoured under every
+    /// policy; a hint under `Locality` and `StrictLocality` only (`Flat`
+    /// and `Hierarchical` ignore hints: the task is then a
+    /// [`spawn`](Self::spawn)). Declared data counts in the pool's
+    /// [locality ratio](crate::PoolStats::locality_ratio) under every
+    /// policy.
     ///
     /// ```
     /// use terroir::{Place, Policy, ThreadPoolBuilder};

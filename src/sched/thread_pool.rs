@@ -146,8 +146,9 @@ impl ThreadPool {
     }
 
     /// Spawns a `'static` job at `place` without waiting for it (see
-    /// [`Place`]); under `Flat` and `Hierarchical` this is
-    /// [`spawn`](Self::spawn).
+    /// [`Place`]). A strict place is honoured under every policy; a hint
+    /// is ignored under `Flat` and `Hierarchical` (the job is then a
+    /// [`spawn`](Self::spawn)).
     ///
     /// ```
     /// use terroir::{Policy, ThreadPoolBuilder};
