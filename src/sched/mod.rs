@@ -6,14 +6,16 @@
 //! | protocol | file |
 //! |---|---|
 //! | `join` and its private continuations (README §1) | `join/mod.rs`, `join/private.rs` |
+//! | `join_context`, whose `b` is on the deque (README §1) | `join/context.rs` |
 //! | where an idle worker looks (README §2) | `policy.rs`, `worker.rs` |
 //! | sleeping without losing a wake-up (README §3) | `sleep/mod.rs`, `sleep/wait.rs` |
 //! | hints left for later: the cost rule (README §3) | `hint.rs` |
 //! | places resolved to routes, placed spawns | `place.rs`, `route.rs` |
-//! | latches and jobs | `latch.rs`, `job.rs` |
-//! | scopes | `scope.rs` |
-//! | a pool's shared state, start and stop | `registry.rs` |
-//! | the public pool and its builder | `thread_pool.rs`, `builder.rs` |
+//! | latches and jobs, FIFO stand-ins (README §4) | `latch.rs`, `job.rs` |
+//! | scopes, FIFO scopes (README §4) | `scope.rs`, `scope_fifo.rs` |
+//! | broadcasts (README §5) | `broadcast.rs` |
+//! | a pool's shared state, start and stop (README §6) | `registry.rs`, `thread_builder.rs` |
+//! | the public pool and its builder, defaults and environment | `thread_pool.rs`, `builder.rs`, `config.rs` |
 //! | statistics | `stats.rs` |
 //! | recording tasks and counters | `record/` |
 
