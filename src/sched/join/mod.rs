@@ -23,6 +23,13 @@ use super::worker::WorkerThread;
 /// Called from outside any pool, the work runs in the global pool and the
 /// calling thread blocks until it is done.
 ///
+/// `oper_b` stays private to the calling worker until an idle worker asks
+/// for work, and becomes takeable when the caller reaches its next `join`
+/// (`src/sched/README.md`, §1): unlike rayon-core, an `oper_a` that waits
+/// for something `oper_b` does may wait forever. Use
+/// [`join_context`](crate::join_context), whose `oper_b` is takeable at
+/// once, or a [`scope`](crate::scope) for that.
+///
 /// # Panics
 /// If either closure panics, the panic is propagated to the caller after
 /// both closures have finished (if both panic, `oper_a`'s panic wins).
