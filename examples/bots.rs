@@ -27,7 +27,7 @@
 //! same size.
 //!
 //! - `--policy`: `flat`, `hierarchical`, `locality`, `strict-locality` or
-//!   `all` (default: the pool default, `TERROIR_POLICY` or hierarchical).
+//!   `all` (default: the pool default, `TERROIR_POLICY` or locality).
 //! - `--size`: `small`, `default`, `large`, or the workload's own size
 //!   parameter as a number (see each workload's module in
 //!   `benches/workloads/`).

@@ -110,12 +110,13 @@ typedef enum terroir_error {
 // The stealing policy of a pool (`terroir_pool_config.policy`); see the
 // crate's `Policy`.
 typedef enum terroir_policy {
-  // `TERROIR_POLICY` from the environment if set, else `HIERARCHICAL`.
+  // `TERROIR_POLICY` from the environment if set, else `LOCALITY`.
   TERROIR_POLICY_DEFAULT = 0,
-  // Random victims, topology and places ignored (the rayon-like baseline).
+  // Random victims, topology ignored (the rayon-like baseline); place
+  // hints ignored, strict places honoured.
   TERROIR_POLICY_FLAT = 1,
   // Own deque, then L3 neighbours, own node, other nodes nearest first;
-  // places ignored.
+  // place hints ignored, strict places honoured.
   TERROIR_POLICY_HIERARCHICAL = 2,
   // Hierarchical stealing; places are hints, strict places strict.
   TERROIR_POLICY_LOCALITY = 3,
@@ -194,9 +195,10 @@ typedef struct terroir_report terroir_report;
 // `longjmp` may leave it).
 typedef void (*terroir_task_fn)(void *arg);
 
-// Where a task wants to run. How the pool honours it is its policy:
-// `FLAT` and `HIERARCHICAL` ignore places, `LOCALITY` treats them as hints
-// (strict ones stay strict), `STRICT_LOCALITY` makes every node or worker
+// Where a task wants to run. A strict place is honoured under every
+// policy; a place that is not strict is a hint, and the pool's policy says
+// what happens to it: `FLAT` and `HIERARCHICAL` ignore hints, `LOCALITY`
+// honours them as hints, `STRICT_LOCALITY` makes every node or worker
 // place strict.
 typedef struct terroir_place {
   // A `terroir_place_kind` value.

@@ -1,9 +1,12 @@
 //! # terroir
 //!
 //! A work-stealing runtime for task-parallel programs on NUMA machines, with
-//! the API of `rayon-core`: [`join`], [`scope`], [`spawn`], [`ThreadPool`] and
-//! [`ThreadPoolBuilder`] have rayon-core's names and semantics, so switching
-//! is an import change.
+//! the API of `rayon-core` 1.13: [`join`], [`join_context`], [`scope`],
+//! [`scope_fifo`], [`spawn`], [`spawn_fifo`], [`broadcast`],
+//! [`spawn_broadcast`], [`yield_now`], [`ThreadPool`] and
+//! [`ThreadPoolBuilder`] (with its start, exit and spawn handlers) have
+//! rayon-core's names and semantics, so switching is an import change (the
+//! README lists the differences).
 //!
 //! What terroir adds:
 //!
@@ -28,8 +31,8 @@
 //! - **Data affinity** ([`Scope::spawn_on`], [`ThreadPool::spawn_on`] with
 //!   a [`Place`]): run a task on a node, a worker, the node of its data, the
 //!   worker that last ran its key, or the node its declared accesses are
-//!   cheapest from; as a hint ([`Policy::Locality`]) or strictly
-//!   ([`Policy::StrictLocality`], [`Place::strict`]); [`PoolStats`] counts
+//!   cheapest from; as a hint ([`Policy::Locality`], the default) or
+//!   strictly ([`Policy::StrictLocality`], [`Place::strict`]); [`PoolStats`] counts
 //!   steals by level and the locality ratio of declared data.
 //! - **Work-time inflation report** ([`report::InflationReport`]): record a
 //!   workload ([`ThreadPool::record`], [`label`]) on one worker and on the
@@ -70,9 +73,12 @@ pub mod report;
 mod sched;
 
 pub use sched::{
-    current_num_threads, current_thread_index, in_place_scope, join, label, scope, spawn, Access,
-    DequeOrder, Distribution, NodeStats, ParsePolicyError, Place, PlaceError, Policy, PoolStats,
-    Scope, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD,
+    broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,
+    in_place_scope, in_place_scope_fifo, join, join_context, label, max_num_threads, scope,
+    scope_fifo, spawn, spawn_broadcast, spawn_fifo, yield_local, yield_now, Access,
+    BroadcastContext, DequeOrder, Distribution, FnContext, NodeStats, ParsePolicyError, Place,
+    PlaceError, Policy, PoolStats, Scope, ScopeFifo, ThreadBuilder, ThreadPool,
+    ThreadPoolBuildError, ThreadPoolBuilder, Yield, DEFAULT_PUSH_THRESHOLD,
 };
 
 /// The README's examples, compiled and run as doctests.

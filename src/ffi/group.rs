@@ -73,9 +73,10 @@ pub enum TerroirPlaceKind {
     Data = 3,
 }
 
-/// Where a task wants to run. How the pool honours it is its policy:
-/// `FLAT` and `HIERARCHICAL` ignore places, `LOCALITY` treats them as hints
-/// (strict ones stay strict), `STRICT_LOCALITY` makes every node or worker
+/// Where a task wants to run. A strict place is honoured under every
+/// policy; a place that is not strict is a hint, and the pool's policy says
+/// what happens to it: `FLAT` and `HIERARCHICAL` ignore hints, `LOCALITY`
+/// honours them as hints, `STRICT_LOCALITY` makes every node or worker
 /// place strict.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

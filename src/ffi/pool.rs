@@ -29,12 +29,13 @@ pub type TerroirTaskFn = Option<unsafe extern "C" fn(arg: *mut c_void)>;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TerroirPolicy {
-    /// `TERROIR_POLICY` from the environment if set, else `HIERARCHICAL`.
+    /// `TERROIR_POLICY` from the environment if set, else `LOCALITY`.
     Default = 0,
-    /// Random victims, topology and places ignored (the rayon-like baseline).
+    /// Random victims, topology ignored (the rayon-like baseline); place
+    /// hints ignored, strict places honoured.
     Flat = 1,
     /// Own deque, then L3 neighbours, own node, other nodes nearest first;
-    /// places ignored.
+    /// place hints ignored, strict places honoured.
     Hierarchical = 2,
     /// Hierarchical stealing; places are hints, strict places strict.
     Locality = 3,
@@ -474,14 +475,14 @@ pub unsafe extern "C" fn terroir_current_worker(out: *mut usize) -> c_int {
 #[inline(always)]
 fn join_in(here: CtxPtr, a: CTask, b: CTask) {
     let (a, b) = (&a, &(b, here));
-    crate::sched::join_context(move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
+    crate::sched::join_flagged(move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
 }
 
 /// [`join_in`] on `wt`, the calling thread's worker, already looked up.
 #[inline(always)]
 fn join_on(wt: &WorkerThread, here: CtxPtr, a: CTask, b: CTask) {
     let (a, b) = (&a, &(b, here));
-    crate::sched::join_context_in(wt, move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
+    crate::sched::join_flagged_in(wt, move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
 }
 
 /// Runs `fa(a)` and `fb(b)`, potentially in parallel, and returns when

@@ -14,6 +14,7 @@
 //! and [`migrate`] reject it with [`NumaError::EmptyRegion`], [`locate`]
 //! reports zero pages.
 
+mod cgroup;
 mod error;
 #[cfg(feature = "hwloc")]
 mod hwloc;
@@ -23,6 +24,7 @@ pub(crate) mod sys;
 mod sysfs;
 mod topology;
 
+pub use cgroup::{cpu_quota, cpu_quota_under};
 pub use error::NumaError;
 pub use memory::{
     bind_memory, locate, memory_policy, mems_allowed, migrate, page_size, set_thread_policy,
