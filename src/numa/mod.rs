@@ -18,6 +18,7 @@ mod error;
 #[cfg(feature = "hwloc")]
 mod hwloc;
 mod memory;
+mod migrate;
 mod set;
 pub(crate) mod sys;
 mod sysfs;
@@ -25,10 +26,12 @@ mod topology;
 
 pub use error::NumaError;
 pub use memory::{
-    bind_memory, locate, memory_policy, mems_allowed, migrate, page_size, set_thread_policy,
-    thread_policy, BindFlags, MemPolicy, Migration, PageLocation, PageStatus, Sample,
+    bind_memory, locate, memory_policy, mems_allowed, page_size, set_thread_policy, thread_policy,
+    BindFlags, MemPolicy, PageLocation, Sample,
 };
-pub(crate) use memory::{bind_raw, locate_raw, migrate_raw, policy_at};
+pub(crate) use memory::{bind_raw, locate_raw, policy_at};
+pub(crate) use migrate::migrate_raw;
+pub use migrate::{migrate, Migration, PageStatus};
 pub use set::{CpuSet, NodeSet};
 pub use topology::{CacheGroup, Node, NodeId, Pu, Topology, TopologyBuilder, TopologySource};
 

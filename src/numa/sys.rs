@@ -211,11 +211,19 @@ pub(crate) fn get_mempolicy(
     }
 }
 
+/// A `move_pages` status no kernel writes (node numbers are >= 0, errnos
+/// small negatives): the value to start a status array at, so that an entry
+/// the kernel left alone is not read as "node 0".
+pub(crate) const STATUS_UNWRITTEN: libc::c_int = libc::c_int::MIN;
+
 /// `move_pages(0, pages.len(), pages, nodes, status, flags)` on this
 /// process: with `nodes` it migrates each page to its node (contents
 /// intact), without it only reports where each page is. `status[i]` gets a
 /// node number or a negative errno. Returns the number of pages the kernel
-/// reports as not migrated for non-fatal reasons.
+/// reports as not migrated for non-fatal reasons; when that number is
+/// positive, the kernel stopped at the batch that failed and did not write
+/// the status of that batch's pages nor of any later page (Linux 4.17 and
+/// later), so callers start `status` at [`STATUS_UNWRITTEN`].
 pub(crate) fn move_pages(
     pages: &[usize],
     nodes: Option<&[libc::c_int]>,
