@@ -98,8 +98,10 @@
 //!   support, `EPERM` under a seccomp filter), reservations are used unbound
 //!   (first touch places them) and [`SlabStats::unbound`] counts them; any
 //!   other `mbind` failure is a [`SlabError::Bind`].
-//! - As with any allocator using locks, a child forked from a
-//!   multithreaded process must not allocate before `exec`.
+//! - A child forked from a multithreaded process may allocate: fork
+//!   handlers take every lock of the pool before the fork and release them
+//!   on both sides (`slab/fork.rs`). Blocks cached by the parent's other
+//!   threads are lost to the child (it has no such threads), not reused.
 
 #![warn(unsafe_op_in_unsafe_fn)]
 
@@ -108,7 +110,7 @@ use std::cell::UnsafeCell;
 use std::fmt;
 use std::io;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::numa::sys::{self, map_anonymous, page_size, unmap, NodeMask, MASK_WORDS};
@@ -117,6 +119,7 @@ use crate::numa::{current_cpu_and_node, NodeId};
 mod cache;
 mod central;
 mod error;
+mod fork;
 mod global;
 mod pages;
 mod stats;
@@ -127,6 +130,7 @@ use cache::*;
 pub use cache::{flush_thread_cache, set_thread_node, thread_node};
 use central::*;
 pub use error::SlabError;
+use fork::*;
 pub use global::NodeLocalAlloc;
 use pages::*;
 pub use stats::SlabStats;
@@ -371,7 +375,10 @@ impl SlabPool {
         self.install(node, node)
     }
 
-    /// Makes and publishes the state of node `id`, bound to node `bind`.
+    /// Makes and publishes the state of node `id`, bound to node `bind`,
+    /// under the install lock (the fork handlers hold it, so that no state
+    /// appears while a fork is under way); registers the fork handlers
+    /// with the first state.
     fn install(&self, id: u32, bind: u32) -> Result<&NodeState, SlabError> {
         let slot = self
             .nodes
@@ -379,24 +386,22 @@ impl SlabPool {
             .ok_or(SlabError::NodeNotAllowed {
                 node: NodeId::new(id),
             })?;
+        let _installing = INSTALL.lock();
+        register_fork_handlers();
+        // SAFETY: a non-null entry points to a NodeState written before it
+        // was published and never freed.
+        if let Some(st) = unsafe { slot.load(Ordering::Acquire).as_ref() } {
+            return Ok(st);
+        }
         let bytes = round_up(std::mem::size_of::<NodeState>(), page_size()).unwrap_or(usize::MAX);
         let p = map(bytes)? as *mut NodeState;
         // SAFETY: a fresh, writable, page-aligned mapping of at least
         // size_of::<NodeState>() bytes (its alignment is at most a page).
         unsafe { p.write(NodeState::new(id, bind)) };
-        match slot.compare_exchange(ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire) {
-            // SAFETY: just written, now published and never freed.
-            Ok(_) => Ok(unsafe { &*p }),
-            Err(winner) => {
-                // SAFETY: our copy was never published; NodeState owns no
-                // heap memory, so unmapping it is all its drop needs. The
-                // winner is published and never freed.
-                unsafe {
-                    unmap_range(p as usize, bytes);
-                    Ok(&*winner)
-                }
-            }
-        }
+        // Only this thread publishes (the install lock).
+        slot.store(p, Ordering::Release);
+        // SAFETY: just written, now published and never freed.
+        Ok(unsafe { &*p })
     }
 
     // -------------------------------------------------------------- reservations

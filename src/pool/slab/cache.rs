@@ -74,7 +74,7 @@ pub(super) fn with_cache<R>(f: impl FnOnce(*mut ThreadCache) -> R) -> R {
 }
 
 /// The key whose destructor flushes a thread's caches at thread exit.
-fn exit_key() -> Option<libc::pthread_key_t> {
+pub(super) fn exit_key() -> Option<libc::pthread_key_t> {
     static KEY: OnceLock<Option<libc::pthread_key_t>> = OnceLock::new();
     *KEY.get_or_init(|| {
         let mut key: libc::pthread_key_t = 0;

@@ -82,11 +82,11 @@ impl Central {
 
 /// A mutex on its own cache line, so that classes do not share lines.
 #[repr(align(64))]
-struct CentralSlot(Mutex<Central>);
+pub(super) struct CentralSlot(pub(super) ForkLock<Central>);
 
 /// The current reservation of a node (chunks `next..end` are unused) and
 /// the chunk magazines are cut from.
-struct Reserve {
+pub(super) struct Reserve {
     next: usize,
     end: usize,
     mag_next: usize,
@@ -101,26 +101,20 @@ pub(super) struct NodeState {
     /// The node its memory is bound to (`id`, except for the test-only
     /// stand-in nodes of a one-node machine).
     pub(super) bind: u32,
-    classes: [CentralSlot; CLASSES],
-    reserve: Mutex<Reserve>,
+    pub(super) classes: [CentralSlot; CLASSES],
+    pub(super) reserve: ForkLock<Reserve>,
     pub(super) stats: Counters,
 }
 
 const _: () = assert!(std::mem::align_of::<NodeState>() <= 4096);
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The allocator never panics while holding a lock; should a poisoned
-    // lock appear anyway, its data is still consistent between operations.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 impl NodeState {
     pub(super) fn new(id: u32, bind: u32) -> NodeState {
         NodeState {
             id,
             bind,
-            classes: [const { CentralSlot(Mutex::new(Central::EMPTY)) }; CLASSES],
-            reserve: Mutex::new(Reserve {
+            classes: [const { CentralSlot(ForkLock::new(Central::EMPTY)) }; CLASSES],
+            reserve: ForkLock::new(Reserve {
                 next: 0,
                 end: 0,
                 mag_next: 0,
@@ -131,7 +125,7 @@ impl NodeState {
     }
 
     pub(super) fn central(&self, class: usize) -> MutexGuard<'_, Central> {
-        lock(&self.classes[class].0)
+        self.classes[class].0.lock()
     }
 
     /// A fresh 64 KiB chunk, from the current reservation or a new one.
@@ -150,7 +144,7 @@ impl NodeState {
     /// A new, empty magazine, cut from a chunk of this node.
     fn new_magazine(&self, pool: &SlabPool) -> Result<*mut Magazine, SlabError> {
         const SIZE: usize = std::mem::size_of::<Magazine>();
-        let mut r = lock(&self.reserve);
+        let mut r = self.reserve.lock();
         if r.mag_end - r.mag_next < SIZE {
             let chunk = self.take_chunk(pool, &mut r)?;
             r.mag_next = chunk;
@@ -193,7 +187,7 @@ impl NodeState {
     ) -> Result<usize, SlabError> {
         let size = class_size(class);
         if c.end - c.bump < size {
-            let chunk = self.take_chunk(pool, &mut lock(&self.reserve))?;
+            let chunk = self.take_chunk(pool, &mut self.reserve.lock())?;
             c.bump = chunk;
             c.end = chunk + CHUNK;
         }
