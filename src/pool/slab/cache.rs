@@ -167,7 +167,7 @@ impl SlabPool {
     /// `ptr` is a live block of class `class` of this pool, unused from now.
     #[inline(always)]
     pub(super) unsafe fn dealloc_small(&self, ptr: NonNull<u8>, class: usize) {
-        let home = self.home_of(ptr.as_ptr() as usize);
+        let home = self.home_of(ptr.as_ptr().addr());
         if home == NO_NODE {
             // Not a slab block: a broken caller contract. Leaking it is the
             // only answer that cannot corrupt a list.

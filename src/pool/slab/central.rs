@@ -27,9 +27,9 @@ pub(super) struct Central {
     full: *mut Magazine,
     /// Magazines holding none.
     empty: *mut Magazine,
-    /// The unused part of the current chunk.
-    bump: usize,
-    end: usize,
+    /// The unused part of the current chunk (null when there is none).
+    bump: *mut u8,
+    end: *mut u8,
 }
 
 // SAFETY: the magazines a Central points to, and the free blocks they
@@ -41,8 +41,8 @@ impl Central {
     const EMPTY: Central = Central {
         full: ptr::null_mut(),
         empty: ptr::null_mut(),
-        bump: 0,
-        end: 0,
+        bump: ptr::null_mut(),
+        end: ptr::null_mut(),
     };
 
     /// # Safety
@@ -85,13 +85,20 @@ impl Central {
 pub(super) struct CentralSlot(pub(super) ForkLock<Central>);
 
 /// The current reservation of a node (chunks `next..end` are unused) and
-/// the chunk magazines are cut from.
+/// the chunk magazines are cut from (`mag_next..mag_end` unused); null
+/// pointers before the first. Pointers, not addresses, so that the blocks
+/// and magazines cut from them keep the reservation's provenance.
 pub(super) struct Reserve {
-    next: usize,
-    end: usize,
-    mag_next: usize,
-    mag_end: usize,
+    next: *mut u8,
+    end: *mut u8,
+    mag_next: *mut u8,
+    mag_end: *mut u8,
 }
+
+// SAFETY: the unused parts of a reservation the pointers delimit are
+// referred to only by this struct (behind its mutex); moving it to another
+// thread moves that ownership with it.
+unsafe impl Send for Reserve {}
 
 /// Everything the pool keeps for one node. Made on first use in its own
 /// mapping and never freed.
@@ -115,10 +122,10 @@ impl NodeState {
             bind,
             classes: [const { CentralSlot(ForkLock::new(Central::EMPTY)) }; CLASSES],
             reserve: ForkLock::new(Reserve {
-                next: 0,
-                end: 0,
-                mag_next: 0,
-                mag_end: 0,
+                next: ptr::null_mut(),
+                end: ptr::null_mut(),
+                mag_next: ptr::null_mut(),
+                mag_end: ptr::null_mut(),
             }),
             stats: Counters::default(),
         }
@@ -129,14 +136,14 @@ impl NodeState {
     }
 
     /// A fresh 64 KiB chunk, from the current reservation or a new one.
-    fn take_chunk(&self, pool: &SlabPool, r: &mut Reserve) -> Result<usize, SlabError> {
+    fn take_chunk(&self, pool: &SlabPool, r: &mut Reserve) -> Result<*mut u8, SlabError> {
         if r.next == r.end {
             let base = pool.reserve(self)?;
             r.next = base;
-            r.end = base + RESERVATION;
+            r.end = base.wrapping_add(RESERVATION);
         }
         let chunk = r.next;
-        r.next += CHUNK;
+        r.next = r.next.wrapping_add(CHUNK);
         bump(&self.stats.chunks, 1);
         Ok(chunk)
     }
@@ -145,13 +152,13 @@ impl NodeState {
     fn new_magazine(&self, pool: &SlabPool) -> Result<*mut Magazine, SlabError> {
         const SIZE: usize = std::mem::size_of::<Magazine>();
         let mut r = self.reserve.lock();
-        if r.mag_end - r.mag_next < SIZE {
+        if r.mag_end.addr() - r.mag_next.addr() < SIZE {
             let chunk = self.take_chunk(pool, &mut r)?;
             r.mag_next = chunk;
-            r.mag_end = chunk + CHUNK;
+            r.mag_end = chunk.wrapping_add(CHUNK);
         }
-        let m = r.mag_next as *mut Magazine;
-        r.mag_next += SIZE;
+        let m = r.mag_next.cast::<Magazine>();
+        r.mag_next = r.mag_next.wrapping_add(SIZE);
         // SAFETY: `m` is unused, writable memory of a chunk reserved for
         // magazines, aligned (chunks are, and SIZE is a multiple of 8).
         unsafe {
@@ -186,17 +193,17 @@ impl NodeState {
         out: &mut [*mut u8],
     ) -> Result<usize, SlabError> {
         let size = class_size(class);
-        if c.end - c.bump < size {
+        if c.end.addr() - c.bump.addr() < size {
             let chunk = self.take_chunk(pool, &mut self.reserve.lock())?;
             c.bump = chunk;
-            c.end = chunk + CHUNK;
+            c.end = chunk.wrapping_add(CHUNK);
         }
         // Chunks are aligned and a multiple of every class size: no rest.
-        let n = out.len().min((c.end - c.bump) / size);
+        let n = out.len().min((c.end.addr() - c.bump.addr()) / size);
         for (i, slot) in out[..n].iter_mut().enumerate() {
-            *slot = (c.bump + i * size) as *mut u8;
+            *slot = c.bump.wrapping_add(i * size);
         }
-        c.bump += n * size;
+        c.bump = c.bump.wrapping_add(n * size);
         bump(&self.stats.blocks_carved, n);
         Ok(n)
     }

@@ -30,7 +30,8 @@ pub(super) struct ForkLock<T: 'static> {
     lock: Mutex<T>,
     /// The guard the fork handlers hold. Only the thread holding `lock`
     /// touches it: `hold` writes it after locking, `release` takes it out
-    /// before unlocking.
+    /// before unlocking. (Unused under Miri, which has no fork.)
+    #[cfg_attr(miri, allow(dead_code))]
     held: UnsafeCell<Option<MutexGuard<'static, T>>>,
 }
 
@@ -55,6 +56,7 @@ impl<T> ForkLock<T> {
     }
 
     /// Takes the lock and keeps it until [`release`](Self::release).
+    #[cfg(not(miri))]
     fn hold(&'static self) {
         let guard = self.lock();
         // SAFETY: this thread holds `lock`, so it alone may touch `held`.
@@ -66,6 +68,7 @@ impl<T> ForkLock<T> {
     /// # Safety
     /// The calling thread called `hold` on this lock (in the child of a
     /// fork: the thread that forked) and has not released it since.
+    #[cfg(not(miri))]
     unsafe fn release(&self) {
         // SAFETY: the caller holds `lock` (contract), so it alone may touch
         // `held`; the guard is dropped, unlocking, after it is taken out.

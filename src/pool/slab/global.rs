@@ -77,11 +77,12 @@ unsafe impl GlobalAlloc for NodeLocalAlloc {
                 let ps = page_size();
                 let old = round_up(layout.size().max(1), ps);
                 let new = round_up(new_size.max(1), ps);
-                if let (Some(old), Some(new)) = (old, new) {
-                    if new <= old {
-                        // SAFETY: the tail pages of our mapping, no longer
-                        // part of the block.
-                        unsafe { unmap_range(ptr as usize + new, old - new) };
+                if let (Some(old), Some(new), Some(p)) = (old, new, NonNull::new(ptr)) {
+                    // SAFETY: `p` is a large block of `old` bytes (the
+                    // caller's contract); its tail pages past `new` are no
+                    // longer part of the block. Under Miri it stays whole,
+                    // and is copied below.
+                    if new <= old && unsafe { shrink_large(p, old, new) } {
                         return ptr;
                     }
                 }

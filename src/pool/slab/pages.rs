@@ -43,10 +43,10 @@ pub(super) fn default_node() -> u32 {
 /// Binds the untouched range to `node` with the raw `mbind` (the safe
 /// `bind_raw` allocates). `Ok(false)`: the kernel refuses memory policies
 /// altogether, the range stays unbound.
-pub(super) fn bind_fresh(addr: usize, len: usize, node: u32) -> Result<bool, SlabError> {
+pub(super) fn bind_fresh(ptr: NonNull<u8>, len: usize, node: u32) -> Result<bool, SlabError> {
     let mut mask: NodeMask = [0; MASK_WORDS];
     mask[node as usize / 64] |= 1 << (node % 64);
-    match sys::mbind(addr, len, libc::MPOL_BIND, Some(&mask), 0) {
+    match sys::mbind(ptr.as_ptr().addr(), len, libc::MPOL_BIND, Some(&mask), 0) {
         Ok(()) => Ok(true),
         Err(e) => match e.raw_os_error() {
             Some(libc::ENOSYS) | Some(libc::EPERM) => Ok(false),
@@ -58,25 +58,50 @@ pub(super) fn bind_fresh(addr: usize, len: usize, node: u32) -> Result<bool, Sla
     }
 }
 
-pub(super) fn map(bytes: usize) -> Result<usize, SlabError> {
-    map_anonymous(bytes)
-        .map(|p| p.as_ptr() as usize)
-        .map_err(|e| SlabError::OutOfMemory {
-            bytes,
-            errno: e.raw_os_error().unwrap_or(0),
-        })
+fn out_of_memory(bytes: usize) -> impl FnOnce(io::Error) -> SlabError {
+    move |e| SlabError::OutOfMemory {
+        bytes,
+        errno: e.raw_os_error().unwrap_or(0),
+    }
 }
 
-/// Unmaps `[addr, addr + len)`; nothing for `len == 0`.
+/// Page-aligned memory for the pool's bookkeeping (node states, address
+/// table leaves), never unmapped but when it was never published.
+pub(super) fn map(bytes: usize) -> Result<NonNull<u8>, SlabError> {
+    sys::map_permanent(bytes, page_size()).map_err(out_of_memory(bytes))
+}
+
+/// A reservation: [`RESERVATION`] bytes aligned to their size, never
+/// unmapped but when it could not be bound or recorded.
+pub(super) fn map_reservation() -> Result<NonNull<u8>, SlabError> {
+    sys::map_permanent(RESERVATION, RESERVATION).map_err(out_of_memory(RESERVATION))
+}
+
+/// A large block: `bytes` (whole pages) aligned to `align`.
+pub(super) fn map_large(bytes: usize, align: usize) -> Result<NonNull<u8>, SlabError> {
+    sys::map_aligned(bytes, align).map_err(out_of_memory(bytes))
+}
+
+/// Unmaps `[ptr, ptr + len)`; nothing for `len == 0`.
 ///
 /// # Safety
-/// The range is page-aligned, part of a mapping of [`map`], and unused.
-pub(super) unsafe fn unmap_range(addr: usize, len: usize) {
-    if len == 0 {
-        return;
-    }
-    if let Some(p) = NonNull::new(addr as *mut u8) {
+/// The range is exactly a mapping of [`map`], [`map_reservation`] or
+/// [`map_large`] (or the part of a large block left after
+/// [`shrink_large`]), and unused.
+pub(super) unsafe fn unmap_range(ptr: NonNull<u8>, len: usize) {
+    if len != 0 {
         // SAFETY: the caller's contract is unmap's.
-        unsafe { unmap(p, len) };
+        unsafe { sys::unmap(ptr, len) };
     }
+}
+
+/// Gives the tail `[ptr + new, ptr + old)` of a large block back; `false`
+/// when it cannot (under Miri) and the block is unchanged.
+///
+/// # Safety
+/// `ptr`/`old` is a live large block (whole pages), `new <= old` whole
+/// pages, and the tail is unused afterwards.
+pub(super) unsafe fn shrink_large(ptr: NonNull<u8>, old: usize, new: usize) -> bool {
+    // SAFETY: the caller's contract is shrink_mapping's.
+    unsafe { sys::shrink_mapping(ptr, old, new) }
 }
