@@ -80,3 +80,23 @@ pub fn bind_current_thread(cpus: &CpuSet) -> Result<(), NumaError> {
 pub fn current_cpu_and_node() -> Result<(u32, NodeId), NumaError> {
     sys::getcpu().map(|(cpu, node)| (cpu, NodeId::new(node)))
 }
+
+/// For the `topology_sysfs` fuzz target (`fuzz/`, built with `--cfg
+/// fuzzing`): a topology read from files held in memory, as
+/// [`Topology::from_sysfs`] reads a directory; paths are relative to the
+/// tree's root (`devices/system/node/node0/cpulist`, ...).
+///
+/// # Errors
+/// As [`Topology::from_sysfs`].
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub fn topology_from_files(
+    files: impl IntoIterator<Item = (std::path::PathBuf, Vec<u8>)>,
+) -> Result<Topology, NumaError> {
+    let tree = sysfs::Memory(files.into_iter().collect());
+    sysfs::read(
+        &tree,
+        std::path::Path::new(""),
+        TopologySource::SysfsTree(std::path::PathBuf::new()),
+    )
+}
