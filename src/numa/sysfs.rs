@@ -274,4 +274,27 @@ mod tests {
         }
         assert!(seen >= 10, "{seen} fixtures");
     }
+
+    /// Found by the topology_sysfs fuzz target: a cpulist naming CPUs up
+    /// to 943,946 was read as a machine of 943,939 CPUs (half a second
+    /// natively, over 5 s under the fuzzer's sanitizers, and a timeout).
+    /// No kernel has that many CPUs: it is garbage, named in the error.
+    #[test]
+    fn a_cpulist_beyond_any_kernels_cpus_is_a_parse_error() {
+        let mut tree = Memory(Default::default());
+        let file = |p: &str, t: &str| (PathBuf::from(p), t.as_bytes().to_vec());
+        tree.0.extend([
+            file("devices/system/node/node0/cpulist", "0-7,16-943946\n"),
+            file("devices/system/node/node0/distance", "10\n"),
+        ]);
+        let source = TopologySource::SysfsTree(PathBuf::new());
+        match read(&tree, Path::new(""), source) {
+            Err(NumaError::Parse { what, text, .. }) => {
+                assert!(what.ends_with("node0/cpulist"), "{what}");
+                assert!(text.contains("943946"), "{text}");
+            }
+            Err(other) => panic!("expected a parse error, got {other}"),
+            Ok(topo) => panic!("expected a parse error, got {} CPUs", topo.pus().len()),
+        }
+    }
 }
