@@ -184,7 +184,11 @@ impl Topology {
         #[cfg(feature = "hwloc")]
         let topo = super::hwloc::from_hwloc()?;
         #[cfg(not(feature = "hwloc"))]
-        let topo = super::sysfs::read(Path::new("/sys"), TopologySource::Sysfs)?;
+        let topo = super::sysfs::read(
+            &super::sysfs::Disk,
+            Path::new("/sys"),
+            TopologySource::Sysfs,
+        )?;
         topo.restrict(&super::sys::allowed_cpus()?)
     }
 
@@ -196,7 +200,11 @@ impl Topology {
     /// As [`Topology::detect`], naming files below `root`.
     pub fn from_sysfs(root: impl AsRef<Path>) -> Result<Topology, NumaError> {
         let root = root.as_ref();
-        super::sysfs::read(root, TopologySource::SysfsTree(root.to_path_buf()))
+        super::sysfs::read(
+            &super::sysfs::Disk,
+            root,
+            TopologySource::SysfsTree(root.to_path_buf()),
+        )
     }
 
     /// A described topology from an hwloc synthetic description such as
