@@ -31,6 +31,11 @@
 //!   cheapest from; as a hint ([`Policy::Locality`]) or strictly
 //!   ([`Policy::StrictLocality`], [`Place::strict`]); [`PoolStats`] counts
 //!   steals by level and the locality ratio of declared data.
+//! - **Task groups** ([`TaskGroup`]): `'static` tasks spawned from
+//!   anywhere (each at a [`Place`]) and waited for together; a waiting
+//!   worker runs other work instead of blocking, and a wait that could
+//!   never end returns [`WouldDeadlock`]. The engine of the C API's
+//!   `terroir_group_*`.
 //! - **Work-time inflation report** ([`report::InflationReport`]): record a
 //!   workload ([`ThreadPool::record`], [`label`]) on one worker and on the
 //!   pool, and see per task label how much slower tasks ran in parallel,
@@ -63,6 +68,9 @@
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+#[doc(hidden)]
+#[path = "capi_support.rs"]
+pub mod __capi;
 pub mod ffi;
 pub mod numa;
 pub mod pool;
@@ -72,7 +80,8 @@ mod sched;
 pub use sched::{
     current_num_threads, current_thread_index, in_place_scope, join, label, scope, spawn, Access,
     DequeOrder, Distribution, NodeStats, ParsePolicyError, Place, PlaceError, Policy, PoolStats,
-    Scope, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD,
+    Scope, TaskGroup, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder, WouldDeadlock,
+    DEFAULT_PUSH_THRESHOLD,
 };
 
 /// The README's examples, compiled and run as doctests.

@@ -421,7 +421,14 @@ fn group_cost_programs_run() {
             .unwrap_or_else(|| panic!("no group_cost line in {out:?}"));
         assert_eq!(field(line, "runtime"), runtime, "{line}");
         assert_eq!(field(line, "tasks"), "3", "{line}");
-        for key in ["empty_ns", "group_ns", "per_task_ns"] {
+        for key in [
+            "empty_ns",
+            "group_ns",
+            "per_task_ns",
+            "empty_cpu_ns",
+            "group_cpu_ns",
+            "per_task_cpu_ns",
+        ] {
             let v: f64 = field(line, key)
                 .parse()
                 .unwrap_or_else(|e| panic!("{key} in {line}: {e}"));

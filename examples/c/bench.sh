@@ -124,3 +124,6 @@ echo "  $gco"
 gf() { sed -n "s/.* $2=\([0-9.]*\).*/\1/p" <<<"$1"; }
 echo "  empty group: terroir $(gf "$gc" empty_ns), libgomp $(gf "$gco" empty_ns);" \
   "per task in a group of $GROUP_TASKS: terroir $(gf "$gc" per_task_ns), libgomp $(gf "$gco" per_task_ns)"
+echo "  the same in CPU time of the measuring thread (not inflated by other programs):" \
+  "empty group: terroir $(gf "$gc" empty_cpu_ns), libgomp $(gf "$gco" empty_cpu_ns);" \
+  "per task: terroir $(gf "$gc" per_task_cpu_ns), libgomp $(gf "$gco" per_task_cpu_ns)"

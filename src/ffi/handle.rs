@@ -1,39 +1,46 @@
 //! The handle tables behind `terroir_pool *`, `terroir_group *` and the
 //! report handles.
 //!
+//! [`Table`] is the common part: slots in segments allocated on first need
+//! and never freed, free slot indices kept per thread first, and the
+//! encoding of a handle. The group table is a `Table` of the engine's
+//! `GroupCore`s, each of which keeps its own epoch and lock (`group.rs`);
+//! the other tables are [`Slots`] (a payload under a mutex per slot).
+//!
 //! A handle is not a pointer to the object: it is a key, `generation << 32
 //! | (slot + 1)`, carried in a pointer-sized value that is never
-//! dereferenced. Each slot keeps its generation, whether it is live, and a
-//! payload, behind a mutex of its own (with a condition variable beside
-//! it); destroying marks the slot dead and bumps the generation, so the old
-//! key no longer matches and a second destroy (or any later use) is
+//! dereferenced. Each slot keeps its generation and whether it is live;
+//! destroying marks the slot dead and bumps the generation, so the old key
+//! no longer matches and a second destroy (or any later use) is
 //! `TERROIR_ERROR_INVALID_HANDLE`, never a use after free. Slots live in
 //! segments that are allocated on first need and never freed, so looking
 //! up any key, even a garbage one, reads valid memory. A slot whose
 //! generation would wrap around is retired, not reused.
 //!
-//! [`Slots`] is the table itself: a lookup returns the slot locked
-//! ([`SlotGuard`]). The payload stays in the slot when its handle dies, so
-//! whatever capacity it keeps (a task group's queue) serves the slot's
-//! next occupant without an allocation. [`HandleTable`] is the common case
-//! on top of it, an `Arc` per handle: lookups clone the `Arc` under the
-//! slot's lock, so an object stays alive for a call that looked it up even
-//! if another thread destroys its handle meanwhile.
+//! In [`Slots`] a lookup returns the slot locked ([`SlotGuard`]); the
+//! payload stays in the slot when its handle dies, so whatever capacity
+//! it keeps serves the slot's next occupant without an allocation.
+//! [`HandleTable`] is the common case on top of it, an `Arc` per handle:
+//! lookups clone the `Arc` under the slot's lock, so an object stays alive
+//! for a call that looked it up even if another thread destroys its
+//! handle meanwhile.
 //!
 //! Calls on different handles never contend. Free slots are kept per
 //! thread first (up to [`LOCAL_SLOTS`]), so that threads creating and
 //! destroying handles at a high rate (a task group per task) do not all
 //! take the table's global free-list lock.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::LocalKey;
 
 use super::error::{Error, TerroirError};
 
 const SEGMENT_SLOTS: usize = 1024;
 const SEGMENTS: usize = 1024;
+// Slot indices fit the `u32` of a thread's free list.
+const _: () = assert!(SEGMENT_SLOTS * SEGMENTS <= u32::MAX as usize);
 
 const _: () = assert!(
     usize::BITS == 64,
@@ -51,7 +58,18 @@ struct SlotState<P> {
 /// One slot of a [`Slots`] table.
 pub(crate) struct Slot<P> {
     state: Mutex<SlotState<P>>,
-    wake: Condvar,
+}
+
+impl<P: Default> Default for Slot<P> {
+    fn default() -> Self {
+        Slot {
+            state: Mutex::new(SlotState {
+                generation: 1,
+                live: false,
+                payload: P::default(),
+            }),
+        }
+    }
 }
 
 pub(crate) struct FreeList {
@@ -65,37 +83,230 @@ pub(crate) struct FreeList {
 pub(crate) const LOCAL_SLOTS: usize = 32;
 
 /// One thread's free slots of one table (the `thread_local!` behind
-/// [`Slots::new`]'s `local`). Returned to the table when the thread
-/// exits.
+/// [`Table::new`]'s `local`): a small stack of cells, with no destructor,
+/// so that reaching it costs a thread-local address and no lazy
+/// registration check. The slots go back to the table when the thread
+/// exits, through [`EXIT`] (registered on the thread's first free slot).
 pub(crate) struct LocalFree {
-    global: Option<&'static Mutex<FreeList>>,
-    slots: Vec<usize>,
+    /// The table's global list, once this thread kept a slot of it.
+    global: Cell<Option<&'static Mutex<FreeList>>>,
+    len: Cell<usize>,
+    slots: [Cell<u32>; LOCAL_SLOTS],
 }
 
 impl LocalFree {
     pub(crate) const fn new() -> LocalFree {
         LocalFree {
-            global: None,
-            slots: Vec::new(),
+            global: Cell::new(None),
+            len: Cell::new(0),
+            slots: [const { Cell::new(0) }; LOCAL_SLOTS],
+        }
+    }
+
+    #[inline]
+    fn pop(&self) -> Option<usize> {
+        let n = self.len.get().checked_sub(1)?;
+        self.len.set(n);
+        Some(self.slots[n].get() as usize)
+    }
+
+    /// Keeps `index` for `global`'s table (whose thread-local list this is,
+    /// `key`), unless full.
+    #[inline]
+    fn push(
+        &self,
+        index: usize,
+        global: &'static Mutex<FreeList>,
+        key: &'static LocalKey<LocalFree>,
+    ) -> bool {
+        let n = self.len.get();
+        if n >= LOCAL_SLOTS {
+            return false;
+        }
+        if self.global.get().is_none() {
+            // The first slot this thread keeps of this table: have it
+            // returned when the thread exits (or refuse, if it is exiting).
+            if EXIT.try_with(|e| e.watch(key)).is_err() {
+                return false;
+            }
+            self.global.set(Some(global));
+        }
+        self.slots[n].set(index as u32);
+        self.len.set(n + 1);
+        true
+    }
+
+    /// Gives this thread's slots back to the table.
+    fn give_back(&self) {
+        if let Some(global) = self.global.get() {
+            let n = self.len.replace(0);
+            lock(global)
+                .free
+                .extend(self.slots[..n].iter().map(|c| c.get() as usize));
         }
     }
 }
 
-impl Drop for LocalFree {
+/// The thread-local free lists a thread kept slots in (at most one per
+/// table: pools, groups, recordings, reports), emptied into their tables
+/// when the thread exits.
+pub(crate) struct ExitGuard {
+    keys: RefCell<Vec<&'static LocalKey<LocalFree>>>,
+}
+
+impl ExitGuard {
+    /// Called once per table and thread (when its list first keeps a
+    /// slot).
+    fn watch(&self, key: &'static LocalKey<LocalFree>) {
+        self.keys.borrow_mut().push(key);
+    }
+}
+
+impl Drop for ExitGuard {
     fn drop(&mut self) {
-        if let Some(global) = self.global {
-            lock(global).free.append(&mut self.slots);
+        for key in self.keys.get_mut().drain(..) {
+            // A `LocalFree` has no destructor: reachable during teardown.
+            let _ = key.try_with(LocalFree::give_back);
         }
+    }
+}
+
+thread_local! {
+    static EXIT: ExitGuard = const {
+        ExitGuard {
+            keys: RefCell::new(Vec::new()),
+        }
+    };
+}
+
+/// Slots of type `S` addressed by index (handles encode an index and a
+/// generation), with free lists.
+pub(crate) struct Table<S: 'static> {
+    /// What the handles are, for error messages (`"pool"`, `"group"`).
+    kind: &'static str,
+    segments: [OnceLock<Box<[S]>>; SEGMENTS],
+    free: Mutex<FreeList>,
+    local: &'static LocalKey<LocalFree>,
+}
+
+impl<S: Default> Table<S> {
+    /// A table whose threads keep their free slots in `local` (a
+    /// `thread_local!` of its own for each table).
+    pub(crate) const fn new(kind: &'static str, local: &'static LocalKey<LocalFree>) -> Table<S> {
+        Table {
+            kind,
+            segments: [const { OnceLock::new() }; SEGMENTS],
+            free: Mutex::new(FreeList {
+                next: 0,
+                free: Vec::new(),
+            }),
+            local,
+        }
+    }
+
+    /// A free slot: the thread's own first, else the table's.
+    #[inline]
+    pub(crate) fn take(&'static self) -> Result<(usize, &'static S), Error> {
+        self.take_with(self.local)
+    }
+
+    /// [`take`](Self::take) with the table's own thread-local list named
+    /// at the call (`local` must be the `thread_local!` the table was made
+    /// with): a `LocalKey` known there is reached inline, where one read
+    /// from the table is a call through a function pointer.
+    #[inline(always)]
+    pub(crate) fn take_with(
+        &'static self,
+        local: &'static LocalKey<LocalFree>,
+    ) -> Result<(usize, &'static S), Error> {
+        let local = local.try_with(LocalFree::pop).ok().flatten();
+        let index = match local {
+            Some(i) => i,
+            None => self.take_global()?,
+        };
+        Ok((
+            index,
+            self.get(index).expect("a taken slot's segment exists"),
+        ))
+    }
+
+    /// Gives a freed slot to the thread's list, or to the table's when the
+    /// thread's is full (or being torn down).
+    #[inline]
+    pub(crate) fn put(&'static self, index: usize) {
+        self.put_with(self.local, index);
+    }
+
+    /// [`put`](Self::put) with the table's own thread-local list named at
+    /// the call (see [`take_with`](Self::take_with)).
+    #[inline(always)]
+    pub(crate) fn put_with(&'static self, local: &'static LocalKey<LocalFree>, index: usize) {
+        let kept = local
+            .try_with(|l| l.push(index, &self.free, local))
+            .unwrap_or(false);
+        if !kept {
+            lock(&self.free).free.push(index);
+        }
+    }
+
+    /// The slot `index`, if its segment exists (any index is accepted).
+    #[inline]
+    pub(crate) fn get(&'static self, index: usize) -> Option<&'static S> {
+        self.segments
+            .get(index / SEGMENT_SLOTS)?
+            .get()
+            .map(|seg| &seg[index % SEGMENT_SLOTS])
+    }
+
+    /// The slot index and generation of `handle`.
+    #[inline]
+    pub(crate) fn decode(handle: usize) -> (usize, u32) {
+        let index = (handle & 0xFFFF_FFFF).wrapping_sub(1);
+        (index, (handle >> 32) as u32)
+    }
+
+    /// The handle of slot `index` at `generation`.
+    #[inline]
+    pub(crate) fn encode(index: usize, generation: u32) -> usize {
+        ((generation as usize) << 32) | (index + 1)
+    }
+
+    /// The error for a handle that is not live.
+    #[cold]
+    pub(crate) fn invalid(&self, handle: usize) -> Error {
+        Error::new(
+            TerroirError::InvalidHandle,
+            format!(
+                "{} handle {handle:#x} is not live (destroyed already, or never returned by \
+                 terroir)",
+                self.kind
+            ),
+        )
+    }
+
+    #[cold]
+    fn take_global(&self) -> Result<usize, Error> {
+        let mut free = lock(&self.free);
+        if let Some(i) = free.free.pop() {
+            return Ok(i);
+        }
+        let i = free.next;
+        if i >= SEGMENTS * SEGMENT_SLOTS {
+            return Err(Error::new(
+                TerroirError::OutOfMemory,
+                format!("more than {} live {} handles", i, self.kind),
+            ));
+        }
+        self.segments[i / SEGMENT_SLOTS]
+            .get_or_init(|| (0..SEGMENT_SLOTS).map(|_| S::default()).collect());
+        free.next = i + 1;
+        Ok(i)
     }
 }
 
 /// A table of slots with a payload `P` each, addressed by handles.
 pub(crate) struct Slots<P: 'static> {
-    /// What the handles are, for error messages (`"pool"`, `"group"`).
-    kind: &'static str,
-    segments: [OnceLock<Box<[Slot<P>]>>; SEGMENTS],
-    free: Mutex<FreeList>,
-    local: &'static LocalKey<RefCell<LocalFree>>,
+    table: Table<Slot<P>>,
 }
 
 fn lock<S>(m: &Mutex<S>) -> MutexGuard<'_, S> {
@@ -107,7 +318,6 @@ fn lock<S>(m: &Mutex<S>) -> MutexGuard<'_, S> {
 /// A live slot, locked: the payload of one live handle.
 pub(crate) struct SlotGuard<P: 'static> {
     table: &'static Slots<P>,
-    slot: &'static Slot<P>,
     index: usize,
     guard: MutexGuard<'static, SlotState<P>>,
 }
@@ -129,76 +339,7 @@ impl<P: Default> SlotGuard<P> {
     /// The handle this guard is for.
     #[inline]
     pub(crate) fn handle(&self) -> usize {
-        Slots::<P>::encode(self.index, self.guard.generation)
-    }
-
-    /// Wakes every thread blocked in [`SlotGuard::wait`] on this slot.
-    pub(crate) fn notify_all(&self) {
-        self.slot.wake.notify_all();
-    }
-
-    /// Lets the slot's lock go through `step`, which gets the slot and its
-    /// guard and returns the guard again (relocked) with a result: the
-    /// guard for the same handle, or `None` if the handle died meanwhile.
-    #[inline]
-    fn relock_after<R>(
-        self,
-        step: impl FnOnce(
-            &'static Slot<P>,
-            MutexGuard<'static, SlotState<P>>,
-        ) -> (MutexGuard<'static, SlotState<P>>, R),
-    ) -> (Option<Self>, R) {
-        let SlotGuard {
-            table,
-            slot,
-            index,
-            guard,
-        } = self;
-        let generation = guard.generation;
-        let (guard, r) = step(slot, guard);
-        let again = (guard.live && guard.generation == generation).then_some(SlotGuard {
-            table,
-            slot,
-            index,
-            guard,
-        });
-        (again, r)
-    }
-
-    /// Unlocks the slot and blocks until [`SlotGuard::notify_all`], then
-    /// runs `woken` on the payload under the lock (whatever became of the
-    /// handle: for counts of the slot's waiters). `None` if the handle died
-    /// meanwhile (the slot may have a new occupant).
-    pub(crate) fn wait(self, woken: impl FnOnce(&mut P)) -> Option<Self> {
-        self.relock_after(|slot, guard| {
-            let mut guard = slot.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
-            woken(&mut guard.payload);
-            (guard, ())
-        })
-        .0
-    }
-
-    /// Unlocks the slot, runs `f`, and locks it again: `None` (with `f`'s
-    /// result) if the handle died meanwhile.
-    #[inline]
-    pub(crate) fn released<R>(self, f: impl FnOnce() -> R) -> (Option<Self>, R) {
-        self.relock_after(|slot, guard| {
-            drop(guard);
-            let r = f();
-            (lock(&slot.state), r)
-        })
-    }
-
-    /// [`SlotGuard::released`] for a caller that keeps the handle from
-    /// dying meanwhile (a count in the payload that removal waits for): the
-    /// guard it gets back is for the same handle.
-    #[inline]
-    pub(crate) fn unlocked<R>(self, f: impl FnOnce() -> R) -> (Self, R) {
-        let kind = self.table.kind;
-        let (guard, r) = self.released(f);
-        let guard =
-            guard.unwrap_or_else(|| panic!("a {kind} handle died while its caller held it"));
-        (guard, r)
+        Table::<Slot<P>>::encode(self.index, self.guard.generation)
     }
 
     /// Kills the handle (later uses are `InvalidHandle`) and frees the slot
@@ -214,7 +355,7 @@ impl<P: Default> SlotGuard<P> {
         let (table, index) = (self.table, self.index);
         drop(self);
         if reusable {
-            table.put_slot(index);
+            table.table.put(index);
         }
         r
     }
@@ -223,112 +364,10 @@ impl<P: Default> SlotGuard<P> {
 impl<P: Default> Slots<P> {
     /// A table whose threads keep their free slots in `local` (a
     /// `thread_local!` of its own for each table).
-    pub(crate) const fn new(
-        kind: &'static str,
-        local: &'static LocalKey<RefCell<LocalFree>>,
-    ) -> Slots<P> {
+    pub(crate) const fn new(kind: &'static str, local: &'static LocalKey<LocalFree>) -> Slots<P> {
         Slots {
-            kind,
-            segments: [const { OnceLock::new() }; SEGMENTS],
-            free: Mutex::new(FreeList {
-                next: 0,
-                free: Vec::new(),
-            }),
-            local,
+            table: Table::new(kind, local),
         }
-    }
-
-    /// A free slot: the thread's own first, else the table's.
-    #[inline]
-    fn take_slot(&'static self) -> Result<usize, Error> {
-        let local = self
-            .local
-            .try_with(|l| l.borrow_mut().slots.pop())
-            .ok()
-            .flatten();
-        match local {
-            Some(i) => Ok(i),
-            None => self.take_global_slot(),
-        }
-    }
-
-    /// Gives a freed slot to the thread's list, or to the table's when the
-    /// thread's is full (or being torn down).
-    #[inline]
-    fn put_slot(&'static self, index: usize) {
-        let kept = self
-            .local
-            .try_with(|l| {
-                let mut l = l.borrow_mut();
-                if l.slots.len() >= LOCAL_SLOTS {
-                    return false;
-                }
-                l.global = Some(&self.free);
-                l.slots.push(index);
-                true
-            })
-            .unwrap_or(false);
-        if !kept {
-            lock(&self.free).free.push(index);
-        }
-    }
-
-    #[inline]
-    fn slot(&'static self, index: usize) -> Option<&'static Slot<P>> {
-        self.segments
-            .get(index / SEGMENT_SLOTS)?
-            .get()
-            .map(|seg| &seg[index % SEGMENT_SLOTS])
-    }
-
-    #[inline]
-    fn decode(handle: usize) -> (usize, u32) {
-        let index = (handle & 0xFFFF_FFFF).wrapping_sub(1);
-        (index, (handle >> 32) as u32)
-    }
-
-    #[inline]
-    fn encode(index: usize, generation: u32) -> usize {
-        ((generation as usize) << 32) | (index + 1)
-    }
-
-    fn invalid(&self, handle: usize) -> Error {
-        Error::new(
-            TerroirError::InvalidHandle,
-            format!(
-                "{} handle {handle:#x} is not live (destroyed already, or never returned by \
-                 terroir)",
-                self.kind
-            ),
-        )
-    }
-
-    fn take_global_slot(&self) -> Result<usize, Error> {
-        let mut free = lock(&self.free);
-        if let Some(i) = free.free.pop() {
-            return Ok(i);
-        }
-        let i = free.next;
-        if i >= SEGMENTS * SEGMENT_SLOTS {
-            return Err(Error::new(
-                TerroirError::OutOfMemory,
-                format!("more than {} live {} handles", i, self.kind),
-            ));
-        }
-        self.segments[i / SEGMENT_SLOTS].get_or_init(|| {
-            (0..SEGMENT_SLOTS)
-                .map(|_| Slot {
-                    state: Mutex::new(SlotState {
-                        generation: 1,
-                        live: false,
-                        payload: P::default(),
-                    }),
-                    wake: Condvar::new(),
-                })
-                .collect()
-        });
-        free.next = i + 1;
-        Ok(i)
     }
 
     /// Makes a free slot live, with `init(handle, payload)` run under its
@@ -338,17 +377,15 @@ impl<P: Default> Slots<P> {
         &'static self,
         init: impl FnOnce(usize, &mut P),
     ) -> Result<SlotGuard<P>, Error> {
-        let index = self.take_slot()?;
-        let slot = self.slot(index).expect("the segment was allocated above");
+        let (index, slot) = self.table.take()?;
         let mut guard = lock(&slot.state);
-        debug_assert!(!guard.live, "a free {} slot is live", self.kind);
-        let handle = Self::encode(index, guard.generation);
+        debug_assert!(!guard.live, "a free {} slot is live", self.table.kind);
+        let handle = Table::<Slot<P>>::encode(index, guard.generation);
         init(handle, &mut guard.payload);
         // After `init`: a slot whose `init` unwound stays free (if lost).
         guard.live = true;
         Ok(SlotGuard {
             table: self,
-            slot,
             index,
             guard,
         })
@@ -357,15 +394,17 @@ impl<P: Default> Slots<P> {
     /// The slot of the live `handle`, locked.
     #[inline(always)]
     pub(crate) fn lock(&'static self, handle: usize) -> Result<SlotGuard<P>, Error> {
-        let (index, generation) = Self::decode(handle);
-        let slot = self.slot(index).ok_or_else(|| self.invalid(handle))?;
+        let (index, generation) = Table::<Slot<P>>::decode(handle);
+        let slot = self
+            .table
+            .get(index)
+            .ok_or_else(|| self.table.invalid(handle))?;
         let guard = lock(&slot.state);
         if !guard.live || guard.generation != generation {
-            return Err(self.invalid(handle));
+            return Err(self.table.invalid(handle));
         }
         Ok(SlotGuard {
             table: self,
-            slot,
             index,
             guard,
         })
@@ -382,7 +421,7 @@ impl<T> HandleTable<T> {
     /// `thread_local!` of its own for each table).
     pub(crate) const fn new(
         kind: &'static str,
-        local: &'static LocalKey<RefCell<LocalFree>>,
+        local: &'static LocalKey<LocalFree>,
     ) -> HandleTable<T> {
         HandleTable {
             slots: Slots::new(kind, local),
@@ -421,7 +460,7 @@ mod tests {
 
     #[test]
     fn stale_and_garbage_handles_are_errors() {
-        thread_local!(static FREE: RefCell<LocalFree> = const { RefCell::new(LocalFree::new()) });
+        thread_local!(static FREE: LocalFree = const { LocalFree::new() });
         static T: HandleTable<u32> = HandleTable::new("test", &FREE);
         let a = T.insert(|_| 7).unwrap();
         assert_eq!(*T.get(a).unwrap(), 7);
@@ -445,12 +484,11 @@ mod tests {
     #[derive(Default)]
     struct Payload {
         items: Vec<u32>,
-        waiting: usize,
     }
 
     #[test]
     fn a_removed_payload_keeps_what_clear_leaves_for_the_next_occupant() {
-        thread_local!(static FREE: RefCell<LocalFree> = const { RefCell::new(LocalFree::new()) });
+        thread_local!(static FREE: LocalFree = const { LocalFree::new() });
         static S: Slots<Payload> = Slots::new("payload", &FREE);
         let mut g = S.insert(|_, p| p.items.push(1)).unwrap();
         g.items.extend([2, 3, 4]);
@@ -470,54 +508,5 @@ mod tests {
         assert_ne!(g.handle(), handle);
         assert_eq!(g.handle() & 0xFFFF_FFFF, handle & 0xFFFF_FFFF);
         assert_eq!(g.items.capacity(), cap);
-    }
-
-    #[test]
-    fn a_waiter_learns_that_its_handle_died_and_still_counts_itself_off() {
-        thread_local!(static FREE: RefCell<LocalFree> = const { RefCell::new(LocalFree::new()) });
-        static S: Slots<Payload> = Slots::new("payload", &FREE);
-        let handle = S.insert(|_, _| {}).unwrap().handle();
-        let waiter = std::thread::spawn(move || {
-            let mut g = S.lock(handle).unwrap();
-            g.waiting += 1;
-            g.wait(|p| p.waiting -= 1).is_none()
-        });
-        // Destroy once the waiter blocks (it counted itself under the lock
-        // that `wait` lets go of only as it blocks).
-        loop {
-            let g = S.lock(handle).unwrap();
-            if g.waiting == 1 {
-                g.notify_all();
-                g.remove(|_| ());
-                break;
-            }
-            drop(g);
-            std::thread::yield_now();
-        }
-        assert!(waiter.join().unwrap(), "the waiter saw its handle alive");
-        let g = S.insert(|_, _| {}).unwrap();
-        assert_eq!(g.waiting, 0, "the waiter did not count itself off");
-    }
-
-    #[test]
-    fn unlocked_lets_other_threads_lock_the_slot_meanwhile() {
-        thread_local!(static FREE: RefCell<LocalFree> = const { RefCell::new(LocalFree::new()) });
-        static S: Slots<Payload> = Slots::new("payload", &FREE);
-        let g = S.insert(|_, _| {}).unwrap();
-        let handle = g.handle();
-        let (mut g, pushed) = g.unlocked(|| {
-            let (tx, rx) = std::sync::mpsc::channel();
-            // Detached: if the slot stayed locked, the thread would block
-            // for ever and the test would fail on the timeout below.
-            std::thread::spawn(move || {
-                S.lock(handle).unwrap().items.push(9);
-                let _ = tx.send(());
-            });
-            rx.recv_timeout(std::time::Duration::from_secs(60)).is_ok()
-        });
-        assert!(pushed);
-        assert_eq!(g.items, [9]);
-        g.items.clear();
-        g.remove(|_| ());
     }
 }

@@ -61,12 +61,13 @@
 //!
 //! # Task groups and deadlocks
 //!
-//! A group's tasks run in a terroir [`scope`](crate::scope) opened by the
-//! wait (see `group.rs` for how tasks start): a worker that waits runs
-//! tasks and steals instead of blocking. Each C function terroir calls
-//! runs in a frame that knows its pool, its group and the frame waiting
-//! for it (`context.rs`), which is how a wait from inside one of the
-//! group's own tasks is refused with `TERROIR_ERROR_WOULD_DEADLOCK`.
+//! A group is terroir's [`TaskGroup`](crate::TaskGroup) engine (see
+//! `group.rs`): a worker that waits runs the group's tasks and steals
+//! instead of blocking. The engine knows which group's task is running
+//! on each worker and which work waits for it (its frames, which
+//! `terroir_join` and the entries into a pool carry to the threads that
+//! run their work), which is how a wait from inside one of the group's own
+//! tasks is refused with `TERROIR_ERROR_WOULD_DEADLOCK`.
 //!
 //! # Recording and reports
 //!
@@ -75,8 +76,8 @@
 //! two-call form of [`ThreadPool::record`], which a C caller could not
 //! wrap around its work); `terroir_report_create` is
 //! [`InflationReport::new`], `terroir_report_measure` is
-//! [`InflationReport::measure`] for a C function (run in a frame of each
-//! pool, so that a NULL pool inside it is the pool it runs on), and
+//! [`InflationReport::measure`] for a C function (run on each pool, so
+//! that a NULL pool inside it is the pool it runs on), and
 //! `terroir_report_write` / `terroir_report_write_all` write the report's
 //! formats. Recordings and reports are handles like pools and groups.
 //! `terroir_label` is [`label`](crate::label); its names, `&'static str`
@@ -93,13 +94,13 @@
 #![cfg(feature = "capi")]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod context;
 mod error;
 mod group;
 mod handle;
 mod memory;
 mod pool;
 mod report;
+mod task;
 
 pub use error::{terroir_last_error_message, terroir_strerror, TerroirError};
 pub use group::{

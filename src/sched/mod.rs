@@ -12,6 +12,7 @@
 //! | places resolved to routes, placed spawns | `place.rs`, `route.rs` |
 //! | latches and jobs | `latch.rs`, `job.rs` |
 //! | scopes | `scope.rs` |
+//! | task groups (and the C API's frames) | `group/` |
 //! | a pool's shared state, start and stop | `registry.rs` |
 //! | the public pool and its builder | `thread_pool.rs`, `builder.rs` |
 //! | statistics | `stats.rs` |
@@ -19,6 +20,7 @@
 
 mod builder;
 mod first_touch;
+pub(crate) mod group;
 mod hint;
 mod job;
 mod join;
@@ -35,9 +37,9 @@ mod thread_pool;
 mod worker;
 
 pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD};
+pub use group::{TaskGroup, WouldDeadlock};
 pub use join::join;
 pub(crate) use join::{join_context, join_context_in};
-pub(crate) use latch::{Latch, WorkerLatch};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
 pub use record::{
