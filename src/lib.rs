@@ -71,7 +71,6 @@
 #[doc(hidden)]
 #[path = "capi_support.rs"]
 pub mod __capi;
-pub mod ffi;
 pub mod numa;
 pub mod pool;
 pub mod report;

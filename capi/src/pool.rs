@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::error::{call, call_infallible, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
 use super::task::CTask;
-use crate::__capi::{
+use terroir::__capi::{
     current_pool_tag, install_carrying_frame, set_pool_tag, with_current_pool, Worker,
 };
-use crate::{Policy, ThreadPool, ThreadPoolBuilder};
+use terroir::{Policy, ThreadPool, ThreadPoolBuilder};
 
 /// An opaque pool handle. A `terroir_pool *` is a key into terroir's
 /// handle table, never dereferenced, so a destroyed or garbage handle is
@@ -397,7 +397,7 @@ pub unsafe extern "C" fn terroir_current_worker(out: *mut usize) -> c_int {
         if out.is_null() {
             return Err(Error::null("out"));
         }
-        let index = crate::current_thread_index().ok_or_else(|| {
+        let index = terroir::current_thread_index().ok_or_else(|| {
             Error::new(
                 TerroirError::NotInPool,
                 "the calling thread is not a worker of a terroir pool",

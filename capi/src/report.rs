@@ -3,7 +3,7 @@
 //! [`ThreadPool::stop_recording`]), compare two recordings
 //! ([`InflationReport::new`]) or measure a C function on a one-worker pool
 //! and on a pool (as [`InflationReport::measure`]), write the report in
-//! each of its formats, and label regions ([`crate::label`]).
+//! each of its formats, and label regions ([`terroir::label`]).
 //!
 //! Recordings and reports are handles into tables of their own
 //! (`handle.rs`), like pools and groups: a destroyed or garbage handle is
@@ -17,8 +17,8 @@
 //! by a hash of the name), so a labelled region usually costs a hash of its
 //! name and no lock.
 //!
-//! [`ThreadPool::start_recording`]: crate::ThreadPool::start_recording
-//! [`ThreadPool::stop_recording`]: crate::ThreadPool::stop_recording
+//! [`ThreadPool::start_recording`]: terroir::ThreadPool::start_recording
+//! [`ThreadPool::stop_recording`]: terroir::ThreadPool::stop_recording
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -31,9 +31,9 @@ use super::error::{call, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
 use super::pool::{handle_ptr, with_pool, write, TerroirPool, TerroirTaskFn};
 use super::task::CTask;
-use crate::__capi::install_carrying_frame;
-use crate::report::InflationReport;
-use crate::report::{RecordError, RecordOptions, Recording};
+use terroir::__capi::install_carrying_frame;
+use terroir::report::InflationReport;
+use terroir::report::{RecordError, RecordOptions, Recording};
 
 /// An opaque recording handle: what `terroir_record_stop` returns (a key
 /// into terroir's handle table, like `terroir_pool`).
@@ -528,7 +528,7 @@ pub unsafe extern "C" fn terroir_label(
         // SAFETY: non-null and NUL-terminated (the caller's promise).
         let name = label_name(unsafe { CStr::from_ptr(name) })?;
         let task = CTask::new(f, arg);
-        crate::label(name, || task.run());
+        terroir::label(name, || task.run());
         Ok(())
     })
 }

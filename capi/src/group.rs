@@ -1,7 +1,7 @@
 //! Task groups: spawn C tasks (each at a place), wait for all of them.
 //!
 //! The engine is terroir's task group ([`GroupCore`], the state behind
-//! [`TaskGroup`](crate::TaskGroup)): where tasks start, waits that run
+//! [`TaskGroup`](terroir::TaskGroup)): where tasks start, waits that run
 //! other work instead of blocking, the refusal of a wait that could never
 //! end, tasks spawned from outside the pool. This file only marshals: a
 //! `terroir_group *` is a slot of [`GROUPS`] (a table of `GroupCore`s,
@@ -22,8 +22,8 @@ use super::handle::{LocalFree, Table};
 use super::memory::{whole_allocation_place, Bytes};
 use super::pool::{handle_ptr, with_pool, TerroirPool, TerroirTaskFn};
 use super::task::CTask;
-use crate::__capi::{CoreError, GroupCore};
-use crate::{Place, ThreadPool};
+use terroir::__capi::{CoreError, GroupCore};
+use terroir::{Place, ThreadPool};
 
 /// An opaque task-group handle (a key into terroir's handle table, like
 /// `terroir_pool`).
@@ -161,6 +161,11 @@ fn group_error(handle: *mut TerroirGroup, e: CoreError) -> Error {
             format!("group {:#x}: {e}", handle.addr()),
         ),
         CoreError::Place(p) => Error::from(p),
+        // A kind terroir added since: its message says what it is.
+        e => Error::new(
+            TerroirError::InvalidArgument,
+            format!("group {:#x}: {e}", handle.addr()),
+        ),
     }
 }
 
