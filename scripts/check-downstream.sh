@@ -17,7 +17,9 @@ target=$(realpath -m "${CARGO_TARGET_DIR:-target}")/downstream
 manifest=tests/downstream/Cargo.toml
 
 echo "check-downstream: cargo build (default features) into $target"
-# --locked: the crate's own Cargo.lock, as a user's crate has.
+# No terroir rlib of an earlier build may stay (its symbols are checked
+# below); --locked: the crate's own Cargo.lock, as a user's crate has.
+CARGO_TARGET_DIR=$target cargo clean --quiet --manifest-path "$manifest" -p terroir
 CARGO_TARGET_DIR=$target cargo build --quiet --locked --manifest-path "$manifest"
 "$target/debug/terroir-downstream"
 

@@ -39,9 +39,22 @@
 //! - **Work-time inflation report** ([`report::InflationReport`]): record a
 //!   workload ([`ThreadPool::record`], [`label`]) on one worker and on the
 //!   pool, and see per task label how much slower tasks ran in parallel,
-//!   with perf_event counters, and where the thread time went (work,
-//!   inflation, scheduler overhead, idle), as a table, JSON, CSV, a Chrome
-//!   trace or an SVG picture.
+//!   with perf_event counters (feature `counters`), and where the thread
+//!   time went (work, inflation, scheduler overhead, idle), as a table, CSV,
+//!   an SVG picture, or JSON and a Chrome trace (feature `report`).
+//!
+//! # Features
+//!
+//! The default build is lean (no serialisation, no perf_event, no hwloc):
+//!
+//! - `report`: `InflationReport::to_json` and `to_chrome_trace`, and the
+//!   JSON files of [`write_all`](report::InflationReport::write_all)
+//!   (serde, serde_json);
+//! - `counters`: hardware and software counters in recordings (perf_event,
+//!   through perf-event2); without it a recording has timestamps only and
+//!   names every counter it was asked for as unavailable, "built without
+//!   the `counters` feature";
+//! - `hwloc`: topology discovery through hwloc.
 //!
 //! ```
 //! use terroir::{Policy, ThreadPoolBuilder};
@@ -67,6 +80,8 @@
 //! terroir runs on Linux (it reads sysfs and calls `sched_setaffinity`).
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
+// docs.rs (every feature, nightly): each feature-gated item says so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(hidden)]
 #[path = "capi_support.rs"]

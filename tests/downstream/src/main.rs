@@ -1,4 +1,19 @@
 //! A user's crate: terroir with its default features.
+//!
+//! Adding terroir as a dependency must not change how the user's own code
+//! type-checks: a dependency that adds trait impls on standard types does
+//! (serde_json's `PartialEq<Value>` for the integers makes `r2` below
+//! ambiguous: "type annotations needed"). This crate fails to compile
+//! when such a dependency is in terroir's default build.
+
+/// rayon's own test, which stopped compiling with terroir 0.1's default
+/// features (serde_json in the graph).
+fn inference_is_unchanged() {
+    let a = [1u32, 2, 3];
+    let r1: u32 = a.iter().map(|&i| i + 1).sum();
+    let r2 = a.iter().map(|&i| i + 1).sum();
+    assert_eq!(r1, r2);
+}
 
 fn fib(n: u64) -> u64 {
     if n < 2 {
@@ -9,6 +24,7 @@ fn fib(n: u64) -> u64 {
 }
 
 fn main() {
+    inference_is_unchanged();
     let pool = terroir::ThreadPoolBuilder::new()
         .num_threads(2)
         .pin(false)
