@@ -51,7 +51,11 @@
 //! condition variable; a worker (of any pool) never blocks: it runs other
 //! work until a latch it listed in the group is set, since the task it
 //! waits for may be placed on it. A wait from work stacked on top of the
-//! group's own task or batch is refused (`frame.rs`).
+//! group's own task or batch is refused (`frame.rs`): on this thread,
+//! checked at once; through the stacks of the workers that run the
+//! caller's batches, checked before the wait first blocks (so a wait
+//! refused for the latter may have run some of the group's queued tasks
+//! first).
 
 use std::any::Any;
 use std::cell::UnsafeCell;
@@ -690,6 +694,7 @@ impl GroupCore {
             }
         }
         let here = wt.map_or(FramePtr(ptr::null()), FramePtr::of);
+        let mut checked_elsewhere = false;
         loop {
             let inner = g.inner();
             if !inner.queue.is_empty() {
@@ -732,6 +737,14 @@ impl GroupCore {
             // might be the very worker that a task of the group is placed
             // on.
             if let Some(wt) = wt {
+                // About to wait for work other threads run: refuse if it is
+                // stacked, on another worker, over what this wait holds up.
+                if !checked_elsewhere {
+                    checked_elsewhere = true;
+                    if let Some(why) = frame::stacked_elsewhere(wt, self) {
+                        return Err(CoreError::WouldDeadlock(why));
+                    }
+                }
                 let latch = WorkerLatch::new(wt, true);
                 inner.latches.push(WaiterLatch(&latch));
                 drop(g);

@@ -165,82 +165,100 @@ pub(crate) fn entered_head(wt: &WorkerThread) -> *const Entered {
     wt.group_entered.get()
 }
 
-/// How many frames and nodes a check for a stacked wait looks at, at most:
-/// a bound on the walk, far above the nesting of real programs.
-const WALK_BUDGET: u32 = 4096;
-
-/// Where a wait for `group` from `wt` would stand, if it could never end.
-///
-/// The work that the caller's work waits for, transitively, is what its
-/// frames lead to (the logical parents) and what the threads running those
-/// frames' batches hold lower on their stacks, and so on: a batch of a
-/// group can be stacked on another thread on top of a batch of the very
-/// group waited for (taken while that batch waited), so a wait from a
-/// task of the upper batch could never end either.
+/// Where a wait for `group` from `wt` would stand, if it could never end
+/// for what this thread itself holds: a frame of the group in the caller's
+/// chain (one of its tasks, or work such a task waits for), or the group's
+/// task or batch lower on this thread's stack. Linear in their depth: every
+/// wait for a busy group asks.
 pub(crate) fn stacked_on(wt: &WorkerThread, group: &GroupCore) -> Option<super::WouldDeadlock> {
     let group: *const GroupCore = group;
-    let own = FramePtr::of(wt);
-    // The caller's own chain first: one of the group's tasks, or work such
-    // a task waits for.
-    if own
-        .chain()
-        .take(WALK_BUDGET as usize)
-        .any(|f| f.group == group)
-    {
+    if FramePtr::of(wt).chain().any(|f| f.group == group) {
         return Some(super::WouldDeadlock::InsideOwnTask);
     }
-    let mut budget = WALK_BUDGET;
-    walk_frames(own.0, group, true, &mut budget)
-        .or_else(|| walk_entered(wt.group_entered.get(), group, &mut budget))
-}
-
-/// [`stacked_on`] along the frames from `frame` outwards; `own`: the
-/// caller's own chain (a frame of the group there is one of its tasks).
-fn walk_frames(
-    frame: *const Frame,
-    group: *const GroupCore,
-    own: bool,
-    budget: &mut u32,
-) -> Option<super::WouldDeadlock> {
-    for f in FramePtr(frame).chain() {
-        *budget = budget.checked_sub(1)?;
-        if f.group == group {
-            return Some(if own {
-                super::WouldDeadlock::InsideOwnTask
-            } else {
-                super::WouldDeadlock::StackedOnGroup
-            });
+    let mut p = wt.group_entered.get();
+    // SAFETY: every node in the list is a local of a `with_entered` call
+    // still running on this thread (each unlinks its node before the node
+    // goes out of scope, also on unwinding), so it is alive.
+    while let Some(node) = unsafe { p.as_ref() } {
+        if node.group == group {
+            return Some(super::WouldDeadlock::StackedOnGroup);
         }
-        // SAFETY: a frame's batch runs while the frame's task does (it
-        // waits for it), so it is alive.
-        if let Some(batch) = unsafe { f.batch.as_ref() } {
-            if let Some(w) = walk_entered(batch.entered(), group, budget) {
-                return Some(w);
-            }
-        }
+        p = node.below;
     }
     None
 }
 
-/// [`stacked_on`] along a thread's entered groups from `node` down.
-fn walk_entered(
-    mut node: *const Entered,
-    group: *const GroupCore,
-    budget: &mut u32,
+/// Most frames and nodes [`stacked_elsewhere`] looks at: a bound on the
+/// walk, far above the nesting of real programs.
+const WALK_BUDGET: u32 = 4096;
+
+/// Most batches [`stacked_elsewhere`] follows.
+const WALK_BATCHES: usize = 64;
+
+/// Where a wait for `group` from `wt` would stand, if it could never end
+/// for what *other* threads hold: the batches the caller's work runs in
+/// (its frames', and those of the work lower on this thread's stack) run
+/// on other workers, on top of what those workers hold lower on their
+/// stacks (taken while they waited); a batch of `group` there, or a task
+/// of it, cannot end before the batch above it does, which waits for the
+/// caller. So, transitively, through each batch's node in its runner's
+/// entered list, each batch once. Asked only before a wait blocks on work
+/// that other threads run (rare), after [`stacked_on`].
+pub(crate) fn stacked_elsewhere(
+    wt: &WorkerThread,
+    group: &GroupCore,
 ) -> Option<super::WouldDeadlock> {
-    // SAFETY: the nodes of a list reachable from running work are locals
-    // of `with_entered` calls lower on the stack of the thread that holds
-    // them, which cannot return before that work ends (it waits for it),
-    // so they are alive; they are never written after they are linked.
-    while let Some(n) = unsafe { node.as_ref() } {
-        *budget = budget.checked_sub(1)?;
-        if n.group == group {
-            return Some(super::WouldDeadlock::StackedOnGroup);
+    let group: *const GroupCore = group;
+    let mut budget = WALK_BUDGET;
+    let mut todo: Vec<*const Batch> = Vec::new();
+    let mut seen: Vec<*const Batch> = Vec::new();
+    // A frame chain: whether it has a frame of `group` (`Some(true)`), the
+    // batches it runs in (into `todo`); `None` when the budget ran out.
+    let frames = |start: *const Frame, todo: &mut Vec<*const Batch>, budget: &mut u32| {
+        for f in FramePtr(start).chain() {
+            *budget = budget.checked_sub(1)?;
+            if f.group == group {
+                return Some(true);
+            }
+            if !f.batch.is_null() {
+                todo.push(f.batch);
+            }
         }
-        if let Some(w) = walk_frames(n.frame, group, false, budget) {
-            return Some(w);
+        Some(false)
+    };
+    let stacked = Some(super::WouldDeadlock::StackedOnGroup);
+    // The caller's own chain has no frame of `group` (`stacked_on`).
+    frames(wt.group_frame.get(), &mut todo, &mut budget)?;
+    let mut node = wt.group_entered.get();
+    // SAFETY: as in `stacked_on`.
+    while let Some(n) = unsafe { node.as_ref() } {
+        if frames(n.frame, &mut todo, &mut budget)? {
+            return stacked;
         }
         node = n.below;
+    }
+    while let Some(batch) = todo.pop() {
+        if seen.contains(&batch) {
+            continue;
+        }
+        if seen.len() == WALK_BATCHES {
+            return None;
+        }
+        seen.push(batch);
+        // SAFETY: a batch named by a frame of running work, or reached from
+        // one, runs while that work does (it waits for it), so it is alive;
+        // so are the nodes of its runner's list below its own (locals of
+        // calls its runner cannot return from before the batch ends), which
+        // are never written after they are linked.
+        let mut node = unsafe { (*batch).entered() };
+        // SAFETY: as above.
+        while let Some(n) = unsafe { node.as_ref() } {
+            budget = budget.checked_sub(1)?;
+            if n.group == group || frames(n.frame, &mut todo, &mut budget)? {
+                return stacked;
+            }
+            node = n.below;
+        }
     }
     None
 }

@@ -144,7 +144,9 @@ unsafe impl Send for TaskGroup {}
 unsafe impl Sync for TaskGroup {}
 
 /// Why [`TaskGroup::wait`] refused to wait: the wait could never end.
-/// Nothing changed; the group can still be waited for from elsewhere.
+/// The group is as it was (but for queued tasks of its that the wait may
+/// have run before it found a cycle through another worker's stack), and
+/// can still be waited for from elsewhere.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WouldDeadlock {
@@ -156,6 +158,8 @@ pub enum WouldDeadlock {
     /// The wait comes from work that this worker took while one of the
     /// group's tasks or batches waited lower on its stack (for a stolen
     /// branch, or for other tasks): they cannot end before this wait does.
+    /// Or the same on another worker: the batch the waiting work belongs
+    /// to runs there on top of one of the group's own tasks or batches.
     StackedOnGroup,
 }
 
