@@ -1,10 +1,12 @@
 //! Work-time inflation, measured: runs a workload on a one-worker pool (the
 //! sequential-equivalent baseline) and on the parallel pool, prints the
-//! [`InflationReport`] and writes `report.json`, `report.csv`, `trace.json`
-//! (open it in <https://ui.perfetto.dev>) and `report.svg` into `--out`.
+//! [`InflationReport`] and writes `report.csv`, `report.svg` and, with the
+//! `report` feature, `report.json` and `trace.json` (open it in
+//! <https://ui.perfetto.dev>) into `--out`. Counters need the
+//! `counters` feature (without it the report names each as unavailable).
 //!
 //! ```text
-//! cargo run --release --example inflation -- fib [--threads N] [--out DIR]
+//! cargo run --release --features report,counters --example inflation -- fib [--threads N] [--out DIR]
 //! cargo run --release --example inflation -- health
 //! cargo run --release --example inflation -- inflating
 //! ```

@@ -14,6 +14,7 @@
 //! | latches and jobs, FIFO stand-ins (README §4) | `latch.rs`, `job.rs` |
 //! | scopes, FIFO scopes (README §4) | `scope.rs`, `scope_fifo.rs` |
 //! | broadcasts (README §5) | `broadcast.rs` |
+//! | task groups and the C API's frames (README §7) | `group/` |
 //! | a pool's shared state, start and stop (README §6) | `registry.rs`, `thread_builder.rs` |
 //! | the public pool and its builder, defaults and environment | `thread_pool.rs`, `builder.rs`, `config.rs` |
 //! | statistics | `stats.rs` |
@@ -23,6 +24,7 @@ mod broadcast;
 mod builder;
 mod config;
 mod first_touch;
+pub(crate) mod group;
 mod hint;
 mod job;
 mod join;
@@ -43,9 +45,9 @@ mod worker;
 
 pub use broadcast::{broadcast, spawn_broadcast, BroadcastContext};
 pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD};
+pub use group::{TaskGroup, WouldDeadlock};
 pub use join::{join, join_context, FnContext};
 pub(crate) use join::{join_flagged, join_flagged_in};
-pub(crate) use latch::{Latch, WorkerLatch};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
 pub use record::{

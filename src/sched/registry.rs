@@ -78,6 +78,9 @@ pub(crate) struct Registry {
     pub(super) broadcast_lock: Mutex<()>,
     pub(super) pinned: bool,
     pub(super) recorder: PoolRecorder,
+    /// A word the C API tags its pools with (their handles), so that it
+    /// knows the pool of the calling worker without a lookup; 0: untagged.
+    pub(super) tag: AtomicUsize,
 }
 
 static GLOBAL: OnceLock<Arc<Registry>> = OnceLock::new();
@@ -260,6 +263,7 @@ impl Registry {
                     strict_inbox: Injector::new(),
                     stats: WorkerStats::new(topo.nodes().len()),
                     rec: Slot::new(),
+                    groups_adopted: AtomicUsize::new(0),
                 })
             })
             .collect();
@@ -331,6 +335,7 @@ impl Registry {
             broadcast_lock: Mutex::new(()),
             pinned: config.pin,
             recorder: PoolRecorder::new(),
+            tag: AtomicUsize::new(0),
             topology: topo,
         });
 
@@ -575,6 +580,25 @@ impl Registry {
                 drop(payload);
             }
         }
+    }
+
+    /// Takes one more reference to the pool's life (as a `'static` spawn
+    /// does), unless it has ended already: `false` then (the workers
+    /// finish what is queued and exit; nothing new may count on them).
+    pub(crate) fn try_keep_alive(&self) -> bool {
+        let mut n = self.terminate_count.load(Ordering::Relaxed);
+        while n > 0 {
+            match self.terminate_count.compare_exchange_weak(
+                n,
+                n + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => n = now,
+            }
+        }
+        false
     }
 
     /// Drops one reference to the pool's life; at zero the workers finish

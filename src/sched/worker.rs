@@ -2,12 +2,13 @@
 //! looks for work (in the order of its steal plan, see `policy.rs`).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
+use super::group::{Entered, Frame};
 use super::job::{JobFifo, JobRef};
 use super::join::PrivateJob;
 use super::policy::{Policy, Seat, Victim};
@@ -40,6 +41,9 @@ pub(crate) struct WorkerInfo {
     pub(super) stats: WorkerStats,
     /// Its recording buffer (see `record.rs`).
     pub(super) rec: Slot,
+    /// Task groups this worker created for its own pool that another
+    /// thread has since adopted or closed (`group/core.rs`).
+    pub(super) groups_adopted: AtomicUsize,
 }
 
 /// The state of the worker that runs on this thread.
@@ -71,10 +75,15 @@ pub(crate) struct WorkerThread {
     pub(super) info: *const WorkerInfo,
     pub(super) registry: Arc<Registry>,
     pub(super) rec: WorkerRec,
-    /// A word for the layer above the executor (the C API keeps its
-    /// innermost frame here), so that it needs no thread-local of its own:
-    /// the one thread-local read that finds the worker finds this too.
-    pub(super) foreign: Cell<*const ()>,
+    /// The innermost task-group frame of the work running here
+    /// (`group/frame.rs`): kept beside the worker, so that the one
+    /// thread-local read that finds the worker finds it too.
+    pub(super) group_frame: Cell<*const Frame>,
+    /// The groups whose tasks or batches run on this thread's stack.
+    pub(super) group_entered: Cell<*const Entered>,
+    /// Task groups this worker created for its own pool without a
+    /// reference to it, and has not closed (`group/core.rs`).
+    pub(super) groups_open: Cell<usize>,
 }
 
 thread_local! {
@@ -109,18 +118,6 @@ fn steal_from_stealer(s: &Stealer<JobRef>) -> Option<JobRef> {
 }
 
 impl WorkerThread {
-    /// The word kept for the layer above (see the field): null until set.
-    #[inline]
-    pub(crate) fn foreign(&self) -> *const () {
-        self.foreign.get()
-    }
-
-    /// Sets the word kept for the layer above; returns the previous one.
-    #[inline]
-    pub(crate) fn replace_foreign(&self, value: *const ()) -> *const () {
-        self.foreign.replace(value)
-    }
-
     /// The worker running on this thread, if any.
     #[inline]
     pub(crate) fn current() -> Option<&'static WorkerThread> {
@@ -148,7 +145,9 @@ impl WorkerThread {
             info: &*registry.workers[index],
             registry,
             rec: WorkerRec::new(),
-            foreign: Cell::new(std::ptr::null()),
+            group_frame: Cell::new(std::ptr::null()),
+            group_entered: Cell::new(std::ptr::null()),
+            groups_open: Cell::new(0),
         }
     }
 
@@ -166,6 +165,7 @@ impl WorkerThread {
             // SAFETY: a job taken from a queue is executed once, by us.
             unsafe { wt.execute(job) };
         }
+        super::group::worker_exits(&wt);
         if let Some(handler) = &reg.exit_handler {
             reg.call_user(|| handler(index));
         }

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 
 /* CHECK: the C examples' check of a terroir call. */
-#include "../../examples/c/bench_util.h"
+#include "../../../examples/c/bench_util.h"
 
 #define FAIL(...)                 \
   do {                            \

@@ -3,7 +3,7 @@
 //! [`ThreadPool::stop_recording`]), compare two recordings
 //! ([`InflationReport::new`]) or measure a C function on a one-worker pool
 //! and on a pool (as [`InflationReport::measure`]), write the report in
-//! each of its formats, and label regions ([`crate::label`]).
+//! each of its formats, and label regions ([`terroir::label`]).
 //!
 //! Recordings and reports are handles into tables of their own
 //! (`handle.rs`), like pools and groups: a destroyed or garbage handle is
@@ -17,22 +17,23 @@
 //! by a hash of the name), so a labelled region usually costs a hash of its
 //! name and no lock.
 //!
-//! [`ThreadPool::start_recording`]: crate::ThreadPool::start_recording
-//! [`ThreadPool::stop_recording`]: crate::ThreadPool::stop_recording
+//! [`ThreadPool::start_recording`]: terroir::ThreadPool::start_recording
+//! [`ThreadPool::stop_recording`]: terroir::ThreadPool::stop_recording
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use super::context::{CTask, CtxPtr};
 use super::error::{call, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
-use super::pool::{enter, handle_ptr, resolve, write, PoolEntry, TerroirPool, TerroirTaskFn};
-use crate::report::InflationReport;
-use crate::report::{RecordError, RecordOptions, Recording};
+use super::pool::{handle_ptr, with_pool, write, TerroirPool, TerroirTaskFn};
+use super::task::CTask;
+use terroir::__capi::install_carrying_frame;
+use terroir::report::InflationReport;
+use terroir::report::{RecordError, RecordOptions, Recording};
 
 /// An opaque recording handle: what `terroir_record_stop` returns (a key
 /// into terroir's handle table, like `terroir_pool`).
@@ -85,9 +86,9 @@ pub enum TerroirReportFormat {
     Svg = 4,
 }
 
-thread_local!(static FREE_RECORDING_SLOTS: RefCell<LocalFree> = const { RefCell::new(LocalFree::new()) });
+thread_local!(static FREE_RECORDING_SLOTS: LocalFree = const { LocalFree::new() });
 static RECORDINGS: HandleTable<Recording> = HandleTable::new("recording", &FREE_RECORDING_SLOTS);
-thread_local!(static FREE_REPORT_SLOTS: RefCell<LocalFree> = const { RefCell::new(LocalFree::new()) });
+thread_local!(static FREE_REPORT_SLOTS: LocalFree = const { LocalFree::new() });
 static REPORTS: HandleTable<InflationReport> = HandleTable::new("report", &FREE_REPORT_SLOTS);
 
 /// Distinct label names a process may use (`terroir_label`).
@@ -253,11 +254,9 @@ pub unsafe extern "C" fn terroir_record_start(
     call("terroir_record_start", || {
         // SAFETY: NULL or valid options (the caller's promise).
         let options = record_options(unsafe { options.as_ref() })?;
-        let entry = resolve(pool)?;
-        entry
-            .pool
-            .start_recording(&options)
-            .map_err(|e| on_pool(pool, e))
+        with_pool(pool, |p| {
+            p.start_recording(&options).map_err(|e| on_pool(pool, e))
+        })
     })
 }
 
@@ -281,8 +280,7 @@ pub unsafe extern "C" fn terroir_record_stop(
         if out.is_null() {
             return Err(Error::null("out"));
         }
-        let entry = resolve(pool)?;
-        let recording = entry.pool.stop_recording().map_err(|e| on_pool(pool, e))?;
+        let recording = with_pool(pool, |p| p.stop_recording().map_err(|e| on_pool(pool, e)))?;
         let handle = RECORDINGS.insert(|_| recording)?;
         write(out, "out", handle_ptr(handle))
     })
@@ -372,22 +370,21 @@ pub unsafe extern "C" fn terroir_report_measure(
             return Err(Error::null("out"));
         }
         let task = CTask::new(f, arg);
-        let here = CtxPtr::current();
-        let entry = resolve(pool)?.to_arc();
-        let one = Arc::new(PoolEntry::unlisted(InflationReport::baseline_pool(
-            &entry.pool,
-        )?));
         let options = RecordOptions::default();
-        let (_, baseline) = one
-            .pool
-            .try_record_with(&options, || enter(&one, here, || task.run()))
-            .map_err(Error::from)?;
-        drop(one);
-        let (_, parallel) = entry
-            .pool
-            .try_record_with(&options, || enter(&entry, here, || task.run()))
-            .map_err(|e| on_pool(pool, e))?;
-        let report = InflationReport::new(&baseline, &parallel);
+        // Each run enters its pool in a frame whose parent is the caller's,
+        // so that a NULL pool inside `f` is the pool it runs on and a wait
+        // that could never end is refused.
+        let report = with_pool(pool, |p| {
+            let one = InflationReport::baseline_pool(p)?;
+            let (_, baseline) = one
+                .try_record_with(&options, || install_carrying_frame(&one, || task.run()))
+                .map_err(Error::from)?;
+            drop(one);
+            let (_, parallel) = p
+                .try_record_with(&options, || install_carrying_frame(p, || task.run()))
+                .map_err(|e| on_pool(pool, e))?;
+            Ok(InflationReport::new(&baseline, &parallel))
+        })?;
         let handle = REPORTS.insert(|_| report)?;
         write(out, "out", handle_ptr(handle))
     })
@@ -531,7 +528,7 @@ pub unsafe extern "C" fn terroir_label(
         // SAFETY: non-null and NUL-terminated (the caller's promise).
         let name = label_name(unsafe { CStr::from_ptr(name) })?;
         let task = CTask::new(f, arg);
-        crate::label(name, || task.run());
+        terroir::label(name, || task.run());
         Ok(())
     })
 }

@@ -13,9 +13,9 @@ use std::mem::MaybeUninit;
 use std::sync::{Mutex, MutexGuard};
 
 use super::error::{call, Error, TerroirError};
-use crate::numa::{locate_raw, mems_allowed, migrate_raw, Migration, NodeId, Sample};
-use crate::pool::{NodeVec, Placement};
-use crate::Place;
+use terroir::numa::{locate, mems_allowed, migrate, Migration, NodeId, Sample};
+use terroir::pool::{NodeVec, Placement};
+use terroir::Place;
 
 /// The element type of C memory seen from Rust: any byte (initialised or
 /// not), which other threads may write at any time.
@@ -163,7 +163,12 @@ pub unsafe extern "C" fn terroir_locate(ptr: *const c_void, len: usize, node: *m
         if len == 0 {
             return Err(Error::new(TerroirError::ZeroSize, "len is 0"));
         }
-        let loc = locate_raw(ptr.addr(), len, Sample::All)?;
+        // SAFETY: non-null, and the C caller gives memory of this process.
+        // The element type allows uninitialised bytes and writes by other
+        // threads meanwhile; `locate` reads no element, only the address and
+        // length.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<Bytes>(), len) };
+        let loc = locate(bytes, Sample::All)?;
         let majority = loc
             .majority()
             .map_or(-1, |n| i32::try_from(n.os_index()).unwrap_or(i32::MAX));
@@ -207,7 +212,12 @@ pub unsafe extern "C" fn terroir_migrate(
                 Some(v) => v.migrate_to(to)?,
                 None => {
                     drop(map);
-                    migrate_raw(ptr.addr(), len, to)?
+                    // SAFETY: as in `terroir_locate`: `migrate` reads no
+                    // element (the kernel moves the pages, contents intact).
+                    let bytes = unsafe {
+                        std::slice::from_raw_parts(ptr.cast_const().cast::<Bytes>(), len)
+                    };
+                    migrate(bytes, to)?
                 }
             }
         };

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 
 /* CHECK: the C examples' check of a terroir call. */
-#include "../../examples/c/bench_util.h"
+#include "../../../examples/c/bench_util.h"
 
 enum { WORKERS = 4 };
 

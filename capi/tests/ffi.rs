@@ -1,18 +1,20 @@
-//! The C API from C: compiles the C examples (`examples/c/`, the report
-//! example among them) and the C error tests (`examples/c/errors.c`) with
-//! the system C compiler against
-//! the crate's own `libterroir.so` / `libterroir.a`, runs them with small
-//! inputs, and runs them again under Valgrind (`--error-exitcode=1
-//! --leak-check=full`) when it is installed.
+//! The C API from C: compiles the C examples (`examples/c/` at the root
+//! of the repository, the report example among them), the C error tests
+//! (`examples/c/errors.c`) and the C tests (`tests/c/`) with the system C
+//! compiler against this crate's `include/terroir.h` and its own
+//! `libterroir.so` / `libterroir.a`, runs them with small inputs, and runs
+//! them again under Valgrind (`--error-exitcode=1 --leak-check=full`) when
+//! it is installed.
 //!
-//! Which library: the crate's `[lib]` has `crate-type = ["rlib", "cdylib",
-//! "staticlib"]`, and cargo builds every crate type of the library in the
-//! one compilation that this test binary depends on. The three artifacts
-//! land in the `deps/` directory next to this test executable, from the
-//! same sources, profile and features as the test itself, so the test
-//! links exactly what it tests without a nested `cargo build` (which would
-//! wait forever on the build-directory lock that `cargo test` holds, or
-//! rebuild everything in another target directory).
+//! Which library: this crate's `[lib]` (named `terroir`) is a cdylib and
+//! a staticlib, which `cargo test` does not build; its sources are also
+//! the example target `terroir` (`examples/terroir.rs`), which `cargo test`
+//! builds before the tests, with the same profile and features. Both
+//! artifacts land in `target/<profile>/examples/`, beside the `deps/`
+//! directory of this test executable, so the test links exactly what it
+//! tests without a nested `cargo build` (which would wait forever on the
+//! build-directory lock that `cargo test` holds, or rebuild everything in
+//! another target directory).
 //!
 //! Needs a C compiler (`$CC`, else `cc`); Valgrind and OpenMP are used when
 //! present and reported as skipped otherwise.
@@ -22,7 +24,15 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+/// The root of the repository (the C examples and tests live there).
 fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("capi/ is a folder of the repository")
+}
+
+/// This crate's folder (its header is `include/terroir.h` there).
+fn capi() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -31,12 +41,16 @@ fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let exe = std::env::current_exe().expect("the test executable's path");
-        let dir = exe.parent().expect("deps/").to_path_buf();
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>/deps/")
+            .join("examples");
         for lib in ["libterroir.so", "libterroir.a"] {
             assert!(
                 dir.join(lib).exists(),
-                "{} is missing: the [lib] crate-type in Cargo.toml must include cdylib and \
-                 staticlib",
+                "{} is missing: the example target `terroir` in capi/Cargo.toml builds it \
+                 (crate-type cdylib and staticlib)",
                 dir.join(lib).display()
             );
         }
@@ -120,7 +134,7 @@ fn compile(name: &str, sources: &[&str], extra: &[&str]) -> PathBuf {
     let mut cmd = Command::new(cc());
     cmd.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra"])
         .arg("-I")
-        .arg(root().join("include"));
+        .arg(capi().join("include"));
     for s in sources {
         cmd.arg(root().join(s));
     }
@@ -183,7 +197,7 @@ fn valgrind() -> Option<&'static str> {
 /// when Valgrind is installed.
 fn under_valgrind(exe: &Path, args: &[&str]) -> Option<String> {
     let v = valgrind()?;
-    let supp = root().join("tests/c/valgrind.supp");
+    let supp = capi().join("tests/c/valgrind.supp");
     let o = run(
         Command::new(v)
             .args(["--error-exitcode=1", "--leak-check=full", "-q"])
@@ -228,7 +242,7 @@ fn error_cases_have_defined_results() {
 /// (`tests/c/group_race.c`): exact task counts, documented results, no hang.
 #[test]
 fn group_calls_racing_between_threads_keep_their_counts() {
-    let exe = compile_shared("group_race", &["tests/c/group_race.c"]);
+    let exe = compile_shared("group_race", &["capi/tests/c/group_race.c"]);
     let out = stdout(&run(Command::new(&exe).arg("3"), Duration::from_secs(300)));
     assert!(out.contains("group_race rounds=3 ok"), "{out}");
     if let Some(out) = under_valgrind(&exe, &["1"]) {
@@ -242,7 +256,7 @@ fn group_calls_racing_between_threads_keep_their_counts() {
 /// stacked waits succeeds, no hang.
 #[test]
 fn group_waits_from_workers_of_two_pools_end() {
-    let exe = compile_shared("group_waits", &["tests/c/group_waits.c"]);
+    let exe = compile_shared("group_waits", &["capi/tests/c/group_waits.c"]);
     let out = stdout(&run(Command::new(&exe).arg("50"), Duration::from_secs(300)));
     assert!(
         out.contains("group_waits rounds=50") && out.contains(" ok"),
@@ -421,7 +435,14 @@ fn group_cost_programs_run() {
             .unwrap_or_else(|| panic!("no group_cost line in {out:?}"));
         assert_eq!(field(line, "runtime"), runtime, "{line}");
         assert_eq!(field(line, "tasks"), "3", "{line}");
-        for key in ["empty_ns", "group_ns", "per_task_ns"] {
+        for key in [
+            "empty_ns",
+            "group_ns",
+            "per_task_ns",
+            "empty_cpu_ns",
+            "group_cpu_ns",
+            "per_task_cpu_ns",
+        ] {
             let v: f64 = field(line, key)
                 .parse()
                 .unwrap_or_else(|e| panic!("{key} in {line}: {e}"));
@@ -496,8 +517,8 @@ fn fib_builds_against_the_no_scheduler_join() {
 #[test]
 fn shared_library_gives_one_global_pool_per_process() {
     let dir = out_dir();
-    let plugin = root().join("tests/c/plugin.c");
-    let main = root().join("tests/c/two_plugins.c");
+    let plugin = capi().join("tests/c/plugin.c");
+    let main = capi().join("tests/c/two_plugins.c");
     let libdir = lib_dir().display().to_string();
     let build_plugin = |name: &str, link: &[&str]| {
         let so = dir.join(format!("lib{name}.so"));
@@ -506,7 +527,7 @@ fn shared_library_gives_one_global_pool_per_process() {
             "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-shared", "-fPIC",
         ])
         .arg("-I")
-        .arg(root().join("include"))
+        .arg(capi().join("include"))
         .arg(format!("-DPLUGIN_NAME=plugin_{name}"))
         .arg(&plugin)
         .args(link)
@@ -530,7 +551,7 @@ fn shared_library_gives_one_global_pool_per_process() {
             Command::new(cc())
                 .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra"])
                 .arg("-I")
-                .arg(root().join("include"))
+                .arg(capi().join("include"))
                 .arg(format!("-DFIRST=plugin_{a}"))
                 .arg(format!("-DSECOND=plugin_{b}"))
                 .arg(&main)
@@ -557,7 +578,7 @@ fn shared_library_gives_one_global_pool_per_process() {
 /// generated by cbindgen; `scripts/check-header.sh` checks it is current).
 #[test]
 fn header_declares_exactly_the_exported_functions() {
-    let header = std::fs::read_to_string(root().join("include/terroir.h")).unwrap();
+    let header = std::fs::read_to_string(capi().join("include/terroir.h")).unwrap();
     let mut declared: Vec<String> = header
         .lines()
         .filter(|l| !l.trim_start().starts_with("//") && !l.trim_start().starts_with('*'))
@@ -607,7 +628,7 @@ fn header_compiles_as_c99_and_cpp() {
         Command::new(cc())
             .args(["-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-c"])
             .arg("-I")
-            .arg(root().join("include"))
+            .arg(capi().join("include"))
             .arg(&src)
             .arg("-o")
             .arg(dir.join("header_only.o")),
@@ -624,7 +645,7 @@ fn header_compiles_as_c99_and_cpp() {
         Command::new(cxx)
             .args(["-Wall", "-Wextra", "-Werror", "-c"])
             .arg("-I")
-            .arg(root().join("include"))
+            .arg(capi().join("include"))
             .arg(&cpp)
             .arg("-o")
             .arg(dir.join("header_only_cpp.o")),

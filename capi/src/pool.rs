@@ -1,15 +1,16 @@
 //! Pools: create, destroy, the global pool, queries, and `terroir_join`.
 
-use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::context::{with_frame, CTask, Ctx, CtxPtr};
 use super::error::{call, call_infallible, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
-use crate::sched::WorkerThread;
-use crate::{Policy, ThreadPool, ThreadPoolBuilder};
+use super::task::CTask;
+use terroir::__capi::{
+    current_pool_tag, install_carrying_frame, set_pool_tag, with_current_pool, Worker,
+};
+use terroir::{Policy, ThreadPool, ThreadPoolBuilder};
 
 /// An opaque pool handle. A `terroir_pool *` is a key into terroir's
 /// handle table, never dereferenced, so a destroyed or garbage handle is
@@ -77,21 +78,7 @@ pub(crate) struct PoolEntry {
     global: bool,
 }
 
-impl PoolEntry {
-    /// A pool that C code runs on without a handle of its own (the
-    /// one-worker baseline pool of `terroir_report_measure`): its frames
-    /// resolve a NULL pool to it; handle 0 is never a live key, so no
-    /// handle argument matches it.
-    pub(crate) fn unlisted(pool: ThreadPool) -> PoolEntry {
-        PoolEntry {
-            pool,
-            handle: 0,
-            global: false,
-        }
-    }
-}
-
-thread_local!(static FREE_POOL_SLOTS: RefCell<LocalFree> = const { RefCell::new(LocalFree::new()) });
+thread_local!(static FREE_POOL_SLOTS: LocalFree = const { LocalFree::new() });
 pub(crate) static POOLS: HandleTable<PoolEntry> = HandleTable::new("pool", &FREE_POOL_SLOTS);
 static GLOBAL: OnceLock<Arc<PoolEntry>> = OnceLock::new();
 static GLOBAL_INIT: Mutex<()> = Mutex::new(());
@@ -141,10 +128,15 @@ fn builder(config: Option<&TerroirPoolConfig>, global: bool) -> Result<ThreadPoo
 }
 
 fn register(pool: ThreadPool, global: bool) -> Result<Arc<PoolEntry>, Error> {
-    let handle = POOLS.insert(|handle| PoolEntry {
-        pool,
-        handle,
-        global,
+    // Tagged with its handle: a worker of the pool knows it without a
+    // lookup (a handle argument naming the caller's own pool).
+    let handle = POOLS.insert(|handle| {
+        set_pool_tag(&pool, handle);
+        PoolEntry {
+            pool,
+            handle,
+            global,
+        }
     })?;
     POOLS.get(handle)
 }
@@ -176,71 +168,20 @@ pub(crate) fn global_pool() -> Result<Arc<PoolEntry>, Error> {
     }
 }
 
-/// A resolved pool argument: borrowed from the running frame, or looked up.
-pub(crate) enum PoolRef {
-    Frame(&'static PoolEntry),
-    Owned(Arc<PoolEntry>),
-}
-
-impl std::ops::Deref for PoolRef {
-    type Target = PoolEntry;
-    fn deref(&self) -> &PoolEntry {
-        match self {
-            PoolRef::Frame(p) => p,
-            PoolRef::Owned(p) => p,
+/// Runs `f` with the pool `pool` stands for: NULL is the calling worker's
+/// pool, or the global pool on a thread outside every pool; the handle of
+/// the calling worker's own pool needs no lookup.
+pub(crate) fn with_pool<R>(
+    pool: *mut TerroirPool,
+    f: impl FnOnce(&ThreadPool) -> Result<R, Error>,
+) -> Result<R, Error> {
+    match current_pool_tag() {
+        Some(tag) if pool.is_null() || tag == pool.addr() => {
+            with_current_pool(f).expect("the calling thread is a worker")
         }
+        _ if pool.is_null() => f(&global_pool()?.pool),
+        _ => f(&POOLS.get(pool.addr())?.pool),
     }
-}
-
-impl PoolRef {
-    /// An owned reference, to keep the pool alive beyond the call.
-    pub(crate) fn to_arc(&self) -> Arc<PoolEntry> {
-        match self {
-            PoolRef::Owned(p) => Arc::clone(p),
-            PoolRef::Frame(p) => {
-                let raw: *const PoolEntry = *p;
-                // SAFETY: a frame's pool pointer comes from `Arc::as_ptr` of
-                // an `Arc` that the frame's caller holds for the whole
-                // frame, so the allocation is live and the count may be
-                // raised; `from_raw` then owns that new count.
-                unsafe {
-                    Arc::increment_strong_count(raw);
-                    Arc::from_raw(raw)
-                }
-            }
-        }
-    }
-}
-
-/// The pool `pool` stands for: NULL is the calling worker's pool or the
-/// global pool; a handle the calling worker's pool needs no lookup.
-pub(crate) fn resolve(pool: *mut TerroirPool) -> Result<PoolRef, Error> {
-    let frame_pool = CtxPtr::current().pool();
-    if pool.is_null() {
-        return match frame_pool {
-            Some(p) => Ok(PoolRef::Frame(p)),
-            None => global_pool().map(PoolRef::Owned),
-        };
-    }
-    let handle = pool.addr();
-    match frame_pool {
-        Some(p) if p.handle == handle => Ok(PoolRef::Frame(p)),
-        _ => POOLS.get(handle).map(PoolRef::Owned),
-    }
-}
-
-/// Runs `f` on a worker of `entry`'s pool, in a frame of that pool whose
-/// parent is `parent` (the caller's frame, which waits).
-pub(crate) fn enter<R: Send>(entry: &PoolEntry, parent: CtxPtr, f: impl FnOnce() -> R + Send) -> R {
-    entry.pool.install(move || {
-        let frame = Ctx {
-            pool: entry,
-            group: 0,
-            scope: ptr::null(),
-            parent: parent.get(),
-        };
-        with_frame(&frame, f)
-    })
 }
 
 pub(crate) fn write<T>(out: *mut T, name: &str, value: T) -> Result<(), Error> {
@@ -361,7 +302,8 @@ pub unsafe extern "C" fn terroir_pool_num_workers(
         if out.is_null() {
             return Err(Error::null("out"));
         }
-        write(out, "out", resolve(pool)?.pool.current_num_threads())
+        let n = with_pool(pool, |p| Ok(p.current_num_threads()))?;
+        write(out, "out", n)
     })
 }
 
@@ -376,7 +318,8 @@ pub unsafe extern "C" fn terroir_pool_num_nodes(pool: *mut TerroirPool, out: *mu
         if out.is_null() {
             return Err(Error::null("out"));
         }
-        write(out, "out", resolve(pool)?.pool.topology().nodes().len())
+        let n = with_pool(pool, |p| Ok(p.topology().nodes().len()))?;
+        write(out, "out", n)
     })
 }
 
@@ -396,18 +339,20 @@ pub unsafe extern "C" fn terroir_pool_node_id(
         if out.is_null() {
             return Err(Error::null("out"));
         }
-        let entry = resolve(pool)?;
-        let nodes = entry.pool.topology().nodes();
-        let node = nodes.get(index).ok_or_else(|| {
-            Error::new(
-                TerroirError::InvalidNode,
-                format!(
-                    "node index {index} is out of range: the pool's topology has {} node(s)",
-                    nodes.len()
-                ),
-            )
+        let id = with_pool(pool, |p| {
+            let nodes = p.topology().nodes();
+            let node = nodes.get(index).ok_or_else(|| {
+                Error::new(
+                    TerroirError::InvalidNode,
+                    format!(
+                        "node index {index} is out of range: the pool's topology has {} node(s)",
+                        nodes.len()
+                    ),
+                )
+            })?;
+            Ok(node.id().os_index())
         })?;
-        write(out, "out", node.id().os_index())
+        write(out, "out", id)
     })
 }
 
@@ -426,21 +371,19 @@ pub unsafe extern "C" fn terroir_pool_worker_node(
         if out.is_null() {
             return Err(Error::null("out"));
         }
-        let entry = resolve(pool)?;
-        let index = entry.pool.worker_node_index(worker).ok_or_else(|| {
-            Error::new(
-                TerroirError::InvalidWorker,
-                format!(
-                    "worker index {worker} is out of range: the pool has {} worker(s)",
-                    entry.pool.current_num_threads()
-                ),
-            )
+        let id = with_pool(pool, |p| {
+            let index = p.worker_node_index(worker).ok_or_else(|| {
+                Error::new(
+                    TerroirError::InvalidWorker,
+                    format!(
+                        "worker index {worker} is out of range: the pool has {} worker(s)",
+                        p.current_num_threads()
+                    ),
+                )
+            })?;
+            Ok(p.topology().nodes()[index].id().os_index())
         })?;
-        write(
-            out,
-            "out",
-            entry.pool.topology().nodes()[index].id().os_index(),
-        )
+        write(out, "out", id)
     })
 }
 
@@ -455,7 +398,7 @@ pub unsafe extern "C" fn terroir_current_worker(out: *mut usize) -> c_int {
         if out.is_null() {
             return Err(Error::null("out"));
         }
-        let index = crate::current_thread_index().ok_or_else(|| {
+        let index = terroir::current_thread_index().ok_or_else(|| {
             Error::new(
                 TerroirError::NotInPool,
                 "the calling thread is not a worker of a terroir pool",
@@ -463,26 +406,6 @@ pub unsafe extern "C" fn terroir_current_worker(out: *mut usize) -> c_int {
         })?;
         write(out, "out", index)
     })
-}
-
-/// `crate::join` of two C tasks on the current worker, in its frame
-/// `here`; `b` (which may be stolen) runs in `here` on whichever thread.
-///
-/// The closures capture one reference each: a closure state of one or two
-/// words is passed to `join` in registers, where a larger one would go
-/// through memory and be copied out again at once (a store-to-load
-/// forwarding stall on every join).
-#[inline(always)]
-fn join_in(here: CtxPtr, a: CTask, b: CTask) {
-    let (a, b) = (&a, &(b, here));
-    crate::sched::join_flagged(move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
-}
-
-/// [`join_in`] on `wt`, the calling thread's worker, already looked up.
-#[inline(always)]
-fn join_on(wt: &WorkerThread, here: CtxPtr, a: CTask, b: CTask) {
-    let (a, b) = (&a, &(b, here));
-    crate::sched::join_flagged_in(wt, move || a.run(), move |stolen| b.0.run_in(b.1, stolen));
 }
 
 /// Runs `fa(a)` and `fb(b)`, potentially in parallel, and returns when
@@ -508,20 +431,21 @@ pub unsafe extern "C" fn terroir_join(
     fb: TerroirTaskFn,
     b: *mut c_void,
 ) -> c_int {
-    // The fast path, kept free of `Result` plumbing: C code of a frame runs
-    // on a worker of the frame's pool, so NULL, or that pool's handle, is a
-    // plain join there.
-    // One thread-local read finds the worker and, in it, the frame.
-    let wt = WorkerThread::current();
-    let here = wt.map_or(CtxPtr::NULL, CtxPtr::of);
-    if let (Some(wt), Some(fa), Some(fb), false) = (wt, fa, fb, here.is_null()) {
-        if pool.is_null() || here.pool().is_some_and(|p| p.handle == pool.addr()) {
-            return call_infallible("terroir_join", || {
-                join_on(wt, here, CTask::new(fa, a), CTask::new(fb, b));
-            });
-        }
+    // The fast path, kept free of `Result` plumbing: on a worker, NULL or
+    // the handle of the worker's own pool is a plain join there. One
+    // thread-local read finds the worker (and, in it, the caller's frame).
+    let tag = (!pool.is_null()).then(|| pool.addr());
+    if let (Some(wt), Some(fa), Some(fb)) = (Worker::current(tag), fa, fb) {
+        // The closures capture one reference each: a closure state of one
+        // or two words is passed to `join` in registers, where a larger one
+        // would go through memory and be copied out again at once (a
+        // store-to-load forwarding stall on every join).
+        let (ta, tb) = (&CTask::new(fa, a), &CTask::new(fb, b));
+        return call_infallible("terroir_join", || {
+            wt.join(move || ta.run(), move || tb.run())
+        });
     }
-    join_slow(pool, fa, a, fb, b, here)
+    join_slow(pool, fa, a, fb, b)
 }
 
 /// `terroir_join` entering a pool from outside, or failing: out of line,
@@ -534,14 +458,17 @@ fn join_slow(
     a: *mut c_void,
     fb: TerroirTaskFn,
     b: *mut c_void,
-    here: CtxPtr,
 ) -> c_int {
     call("terroir_join", || {
         let fa = fa.ok_or_else(|| Error::null("fa"))?;
         let fb = fb.ok_or_else(|| Error::null("fb"))?;
-        let (ta, tb) = (CTask::new(fa, a), CTask::new(fb, b));
-        let entry = resolve(pool)?;
-        enter(&entry, here, || join_in(CtxPtr::current(), ta, tb));
-        Ok(())
+        let (ta, tb) = (&CTask::new(fa, a), &CTask::new(fb, b));
+        with_pool(pool, |p| {
+            install_carrying_frame(p, || {
+                let wt = Worker::current(None).expect("installed on a worker");
+                wt.join(move || ta.run(), move || tb.run());
+            });
+            Ok(())
+        })
     })
 }

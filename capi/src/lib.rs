@@ -1,16 +1,18 @@
-//! The C API (`include/terroir.h`): pools, fork-join, task groups with
-//! places, memory on nodes, recording and the work-time inflation report,
-//! and error codes, for C programs linking
-//! `libterroir.so` or `libterroir.a`.
+//! terroir-capi: the C API of [terroir] (`include/terroir.h`):
+//! pools, fork-join, task groups with places, memory on nodes, recording
+//! and the work-time inflation report, and error codes, for C programs
+//! linking `libterroir.so` or `libterroir.a` (this crate's library is
+//! named `terroir`; it builds no Rust library).
 //!
-//! This module has no scheduling or memory logic of its own: each function
-//! checks its arguments and calls the Rust API ([`ThreadPool`],
-//! [`join`](crate::join), [`scope`](crate::scope), [`Place`],
-//! [`NodeVec`](crate::pool::NodeVec), [`numa`](crate::numa),
-//! [`InflationReport`](crate::report::InflationReport)). It is built
-//! with the `capi` feature (on by default); Rust users who do not want the
-//! `terroir_*` symbols in their binaries turn it off with
-//! `default-features = false`.
+//! This crate has no scheduling or memory logic of its own: each function
+//! checks its arguments and calls terroir's Rust API ([`ThreadPool`],
+//! [`join`](terroir::join), [`TaskGroup`](terroir::TaskGroup), [`Place`],
+//! [`NodeVec`](terroir::pool::NodeVec), [`numa`](terroir::numa),
+//! [`InflationReport`](terroir::report::InflationReport)), and, for what
+//! C needs beyond it (a task group's state in a handle slot, the calling
+//! worker's pool, joins that carry a task's frame), `terroir::__capi`, a
+//! module kept for this crate. Rust programs depend on `terroir` and get
+//! none of the `terroir_*` symbols.
 //!
 //! # Conventions
 //!
@@ -55,18 +57,19 @@
 //! object of a process uses terroir.
 //!
 //! The global pool of this API is built by the C API (with
-//! [`ThreadPoolBuilder`](crate::ThreadPoolBuilder), defaults or
+//! [`ThreadPoolBuilder`](terroir::ThreadPoolBuilder), defaults or
 //! `terroir_pool_global_init`); it is not the pool Rust code reaches with
 //! `terroir::join` outside any pool, which a C program never uses.
 //!
 //! # Task groups and deadlocks
 //!
-//! A group's tasks run in a terroir [`scope`](crate::scope) opened by the
-//! wait (see `group.rs` for how tasks start): a worker that waits runs
-//! tasks and steals instead of blocking. Each C function terroir calls
-//! runs in a frame that knows its pool, its group and the frame waiting
-//! for it (`context.rs`), which is how a wait from inside one of the
-//! group's own tasks is refused with `TERROIR_ERROR_WOULD_DEADLOCK`.
+//! A group is terroir's [`TaskGroup`](terroir::TaskGroup) engine (see
+//! `group.rs`): a worker that waits runs the group's tasks and steals
+//! instead of blocking. The engine knows which group's task is running
+//! on each worker and which work waits for it (its frames, which
+//! `terroir_join` and the entries into a pool carry to the threads that
+//! run their work), which is how a wait from inside one of the group's own
+//! tasks is refused with `TERROIR_ERROR_WOULD_DEADLOCK`.
 //!
 //! # Recording and reports
 //!
@@ -75,31 +78,32 @@
 //! two-call form of [`ThreadPool::record`], which a C caller could not
 //! wrap around its work); `terroir_report_create` is
 //! [`InflationReport::new`], `terroir_report_measure` is
-//! [`InflationReport::measure`] for a C function (run in a frame of each
-//! pool, so that a NULL pool inside it is the pool it runs on), and
+//! [`InflationReport::measure`] for a C function (run on each pool, so
+//! that a NULL pool inside it is the pool it runs on), and
 //! `terroir_report_write` / `terroir_report_write_all` write the report's
 //! formats. Recordings and reports are handles like pools and groups.
-//! `terroir_label` is [`label`](crate::label); its names, `&'static str`
+//! `terroir_label` is [`label`](terroir::label); its names, `&'static str`
 //! in Rust, are copied once into a process-wide table of at most 4096
 //! names (see `report.rs`).
 //!
-//! [`ThreadPool::start_recording`]: crate::ThreadPool::start_recording
-//! [`ThreadPool::stop_recording`]: crate::ThreadPool::stop_recording
-//! [`InflationReport::new`]: crate::report::InflationReport::new
-//! [`InflationReport::measure`]: crate::report::InflationReport::measure
-//! [`ThreadPool`]: crate::ThreadPool
-//! [`ThreadPool::record`]: crate::ThreadPool::record
-//! [`Place`]: crate::Place
-#![cfg(feature = "capi")]
+//! [`ThreadPool::start_recording`]: terroir::ThreadPool::start_recording
+//! [`ThreadPool::stop_recording`]: terroir::ThreadPool::stop_recording
+//! [`InflationReport::new`]: terroir::report::InflationReport::new
+//! [`InflationReport::measure`]: terroir::report::InflationReport::measure
+//! [`ThreadPool`]: terroir::ThreadPool
+//! [`ThreadPool::record`]: terroir::ThreadPool::record
+//! [`Place`]: terroir::Place
 #![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
-mod context;
 mod error;
 mod group;
 mod handle;
 mod memory;
 mod pool;
 mod report;
+mod task;
 
 pub use error::{terroir_last_error_message, terroir_strerror, TerroirError};
 pub use group::{

@@ -6,9 +6,9 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::numa::NumaError;
-use crate::report::RecordError;
-use crate::{PlaceError, ThreadPoolBuildError};
+use terroir::numa::NumaError;
+use terroir::report::RecordError;
+use terroir::{PlaceError, ThreadPoolBuildError};
 
 /// The result of every fallible C entry point: `TERROIR_ERROR_OK` (0) or
 /// the reason for the failure. Functions return it as an `int`;
@@ -185,6 +185,8 @@ impl From<PlaceError> for Error {
             | PlaceError::NodeNotInPool { .. } => TerroirError::InvalidNode,
             PlaceError::WorkerOutOfRange { .. } => TerroirError::InvalidWorker,
             PlaceError::Numa(inner) => numa_code(inner),
+            // A kind terroir added since: its message says what it is.
+            _ => TerroirError::InvalidArgument,
         };
         Error::new(code, e.to_string())
     }
@@ -220,6 +222,8 @@ impl From<RecordError> for Error {
                 "the pool's recording belongs to a terroir_report_measure in progress, which \
                  stops it itself",
             ),
+            // A kind terroir added since: its message says what it is.
+            e => Error::new(TerroirError::InvalidArgument, e.to_string()),
         }
     }
 }
