@@ -19,6 +19,7 @@
 //! | recording tasks and counters | `record/` |
 
 mod builder;
+mod external;
 mod first_touch;
 pub(crate) mod group;
 mod hint;
@@ -37,6 +38,7 @@ mod thread_pool;
 mod worker;
 
 pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD};
+pub use external::ExternalEvent;
 pub use group::{TaskGroup, WouldDeadlock};
 pub use join::join;
 pub(crate) use join::{join_context, join_context_in};
