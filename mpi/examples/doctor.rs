@@ -8,13 +8,19 @@
 //! ```
 //!
 //! Exits with status 0 whether or not it warns; `--strict` makes a
-//! warning exit with status 2 (for scripts).
+//! warning exit with status 2 (for scripts). `--multiple` asks MPI for
+//! `Threading::Multiple` (the default is `Funneled`).
 
 use terroir_mpi::doctor::Report;
 
 fn main() {
     let strict = std::env::args().any(|a| a == "--strict");
-    let rank = match terroir_mpi::init() {
+    let threading = if std::env::args().any(|a| a == "--multiple") {
+        terroir_mpi::Threading::Multiple
+    } else {
+        terroir_mpi::Threading::Funneled
+    };
+    let rank = match terroir_mpi::Builder::new().threading(threading).init() {
         Ok(rank) => rank,
         Err(e) => {
             eprintln!("doctor: {e}");

@@ -156,8 +156,8 @@ impl fmt::Display for Warning {
             } => write!(
                 f,
                 "rank {rank} may run on {cpus} CPU(s) for {threads} thread(s) (its share of the \
-                 host: {share}); the launcher bound it too narrowly (Open MPI binds to one core \
-                 by default): {LAUNCH_HINT}, or `--bind-to none` with \
+                 host: {share}): its mask is too narrow (Open MPI binds each rank to one core \
+                 by default for 2 ranks or fewer); {LAUNCH_HINT}, or `--bind-to none` with \
                  TERROIR_NUM_THREADS=<CPUs per rank>"
             ),
             Warning::Shared {

@@ -54,3 +54,8 @@ pub use mpi;
 pub use mpi::Threading;
 pub use rank::{init, Builder, InitError, Rank};
 pub use split::{split_rows, SplitError};
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
