@@ -14,8 +14,13 @@
 //!   thread that runs the work ([`Worker::join`],
 //!   [`install_carrying_frame`]), so that a C wait from such work is
 //!   refused when it could never end.
+//!
+//! And what terroir-mpi needs, on the same terms (not public API, not
+//! covered by semver): [`ExternalEvent`], an event its MPI thread sets and
+//! a task waits for by running other work, as a task group's wait does.
 
 pub use crate::sched::group::{CoreError, GroupCore};
+pub use crate::sched::ExternalEvent;
 use crate::sched::WorkerThread;
 use crate::ThreadPool;
 

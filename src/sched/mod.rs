@@ -23,6 +23,7 @@
 mod broadcast;
 mod builder;
 mod config;
+mod external;
 mod first_touch;
 pub(crate) mod group;
 mod hint;
@@ -45,6 +46,7 @@ mod worker;
 
 pub use broadcast::{broadcast, spawn_broadcast, BroadcastContext};
 pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD};
+pub use external::ExternalEvent;
 pub use group::{TaskGroup, WouldDeadlock};
 pub use join::{join, join_context, FnContext};
 pub(crate) use join::{join_flagged, join_flagged_in};
