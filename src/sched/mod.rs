@@ -16,6 +16,7 @@
 //! | broadcasts (README §5) | `broadcast.rs` |
 //! | a pool's shared state, start and stop (README §6) | `registry.rs`, `thread_builder.rs` |
 //! | the public pool and its builder, defaults and environment | `thread_pool.rs`, `builder.rs`, `config.rs` |
+//! | where unwinding stops: caught user panics, abort guards (README §7) | `unwind.rs` |
 //! | statistics | `stats.rs` |
 //! | recording tasks and counters | `record/` |
 
@@ -39,6 +40,7 @@ mod stats;
 mod sync;
 mod thread_builder;
 mod thread_pool;
+mod unwind;
 mod worker;
 
 pub use broadcast::{broadcast, spawn_broadcast, BroadcastContext};
