@@ -126,6 +126,8 @@ pub(crate) mod hooks {
     use std::cell::Cell;
 
     thread_local! {
+        /// `promote` panics after publishing the continuation.
+        pub(crate) static PANIC_IN_PROMOTE: Cell<bool> = const { Cell::new(false) };
         /// `WorkerThread::run` panics after its main loop (outside
         /// [`WorkerLoopRuns`](super::WorkerLoopRuns)'s guard, with the
         /// thread still a worker).
@@ -149,7 +151,7 @@ mod tests {
 
     use std::os::unix::process::ExitStatusExt;
     use std::process::Command;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{mpsc, Arc};
     use std::time::{Duration, Instant};
 
@@ -294,6 +296,46 @@ mod tests {
                 pool.spawn(|| panic!("expected: a spawned job panics"));
                 std::thread::sleep(Duration::from_secs(20));
             },
+        );
+    }
+
+    /// `poll` unwinds after it published `b` (the hook makes `promote`
+    /// panic after its push): `join`'s guard, armed before `poll`, still
+    /// takes `b` back and finishes it before the panic leaves the frame
+    /// that `b` lives in. With the guard armed after `poll`, the frame
+    /// was gone while `b` sat on the deque.
+    #[test]
+    fn join_finishes_b_when_poll_unwinds_after_publishing_it() {
+        let pool = pool(1);
+        let a_ran = AtomicBool::new(false);
+        let b_ran = AtomicUsize::new(0);
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.install(|| {
+                let wt = WorkerThread::current().expect("a worker");
+                // As a thief would: ask for a continuation.
+                wt.info().request.store(true, Ordering::Relaxed);
+                hooks::PANIC_IN_PROMOTE.with(|h| h.set(true));
+                crate::join(
+                    || a_ran.store(true, Ordering::SeqCst),
+                    || b_ran.fetch_add(1, Ordering::SeqCst),
+                );
+            })
+        }));
+        let err = res.expect_err("the hook's panic propagates");
+        assert_eq!(
+            err.downcast_ref::<String>().map(String::as_str),
+            Some("expected: test hook: promote unwinds after publishing a continuation")
+        );
+        assert_eq!(
+            b_ran.load(Ordering::SeqCst),
+            1,
+            "b ran once, before the panic left join"
+        );
+        assert!(!a_ran.load(Ordering::SeqCst), "a never started");
+        assert_eq!(
+            pool.install(|| crate::join(|| 1, || 2)),
+            (1, 2),
+            "the pool still works"
         );
     }
 

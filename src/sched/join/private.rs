@@ -84,6 +84,11 @@ impl WorkerThread {
         if let Some(node) = oldest {
             node.promoted.set(true);
             self.push(node.job);
+            #[cfg(test)]
+            crate::sched::unwind::hooks::fire(
+                &crate::sched::unwind::hooks::PANIC_IN_PROMOTE,
+                "promote unwinds after publishing a continuation",
+            );
         }
     }
 }
