@@ -157,6 +157,7 @@ mod tests {
 
     use super::{hooks, Invariant};
     use crate::sched::job::{HeapJob, JobFifo, JobRef, StackJob};
+    use crate::sched::join::PrivateJob;
     use crate::sched::latch::{LockLatch, WorkerLatch};
     use crate::sched::{ThreadPool, ThreadPoolBuilder, WorkerThread};
 
@@ -295,6 +296,30 @@ mod tests {
                     .expect("a pool");
                 pool.spawn(|| panic!("expected: a spawned job panics"));
                 std::thread::sleep(Duration::from_secs(20));
+            },
+        );
+    }
+
+    /// Unlinking an older private continuation before a newer one aborts
+    /// in debug builds (release builds rely on the argument at
+    /// `pop_private`).
+    #[cfg(debug_assertions)]
+    #[test]
+    fn private_continuations_unlinked_out_of_order_abort() {
+        aborts_with(
+            "private_continuations_unlinked_out_of_order_abort",
+            "private join continuations unlinked out of order",
+            || {
+                pool(1).install(|| {
+                    let wt = WorkerThread::current().expect("a worker");
+                    let latch = LockLatch::default();
+                    let job = StackJob::new(|_| (), &latch);
+                    let mut older = PrivateJob::new(job.as_job_ref());
+                    let mut newer = PrivateJob::new(job.as_job_ref());
+                    wt.push_private(&mut older);
+                    wt.push_private(&mut newer);
+                    wt.pop_private(&older);
+                });
             },
         );
     }
