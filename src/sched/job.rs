@@ -8,13 +8,13 @@
 use std::alloc::Layout;
 use std::any::Any;
 use std::cell::UnsafeCell;
-use std::mem;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 
 use crossbeam_deque::{Injector, Steal};
 
 use super::latch::Latch;
+use super::unwind::{AbortOnUnwind, StackJobSetsLatch};
 use crate::numa::NodeId;
 use crate::pool::SlabPool;
 
@@ -104,6 +104,11 @@ where
     /// `this` points to a live `StackJob<L, F, R>` whose function has not been
     /// taken.
     unsafe fn execute(this: *const ()) {
+        // From here until the latch is set nothing may unwind: the owner
+        // waits for the latch and frees the job only then (the closure's
+        // own panic is caught into the result below). If the runtime
+        // unwinds anyway (the `expect`, a latch's `set`), abort.
+        let abort = AbortOnUnwind::<StackJobSetsLatch>::arm();
         // SAFETY: `this` came from `as_job_ref` on a live job (contract).
         let this = unsafe { &*(this as *const Self) };
         // SAFETY: the job is executed once, by one thread, so nobody else
@@ -119,6 +124,7 @@ where
         // SAFETY: `this` is alive until the latch is set; after this call we
         // do not touch `this` again.
         unsafe { L::set(&this.latch) };
+        abort.disarm();
     }
 
     /// Runs the function on this thread (the job was never shared).
@@ -251,27 +257,5 @@ impl JobFifo {
                 Steal::Retry => std::hint::spin_loop(),
             }
         }
-    }
-}
-
-/// Runs `f`, returning its value or its panic payload.
-pub(crate) fn halt_unwinding<F: FnOnce() -> R, R>(f: F) -> Result<R, Box<dyn Any + Send>> {
-    panic::catch_unwind(AssertUnwindSafe(f))
-}
-
-/// Aborts the process if dropped: guards code that must not unwind.
-pub(crate) struct AbortIfPanic;
-
-impl Drop for AbortIfPanic {
-    fn drop(&mut self) {
-        eprintln!("terroir: detected unexpected panic in the runtime; aborting");
-        std::process::abort();
-    }
-}
-
-impl AbortIfPanic {
-    /// Disarms the guard.
-    pub(crate) fn disarm(self) {
-        mem::forget(self);
     }
 }

@@ -17,6 +17,7 @@
 //! | task groups and the C API's frames (README §7) | `group/` |
 //! | a pool's shared state, start and stop (README §6) | `registry.rs`, `thread_builder.rs` |
 //! | the public pool and its builder, defaults and environment | `thread_pool.rs`, `builder.rs`, `config.rs` |
+//! | where unwinding stops: caught user panics, abort guards (README §8) | `unwind.rs` |
 //! | statistics | `stats.rs` |
 //! | recording tasks and counters | `record/` |
 
@@ -42,6 +43,7 @@ mod stats;
 mod sync;
 mod thread_builder;
 mod thread_pool;
+mod unwind;
 mod worker;
 
 pub use broadcast::{broadcast, spawn_broadcast, BroadcastContext};

@@ -10,7 +10,7 @@ use crossbeam_utils::CachePadded;
 
 use super::builder::{DequeOrder, PanicHandler, ThreadHandler, ThreadPoolBuildError};
 use super::config::{Config, Settings};
-use super::job::{halt_unwinding, HeapJob, JobRef, StackJob};
+use super::job::{HeapJob, JobRef, StackJob};
 use super::latch::{LockLatch, WorkerLatch};
 use super::place::Place;
 use super::policy::{Policy, Seat, StealPlan};
@@ -19,6 +19,7 @@ use super::route::{Distribution, RECENT_SLOTS};
 use super::sleep::Sleep;
 use super::stats::WorkerStats;
 use super::thread_builder::{DefaultSpawn, ThreadBuilder, ThreadSpawn};
+use super::unwind::{abort_with, halt_unwinding, AbortOnUnwind, PanicHandlerReturns};
 use super::worker::{WorkerInfo, WorkerThread};
 use crate::numa::{self, Topology};
 
@@ -568,16 +569,15 @@ impl Registry {
     fn handle_panic(&self, payload: Box<dyn std::any::Any + Send>) {
         match &self.panic_handler {
             Some(handler) => {
-                let abort = super::job::AbortIfPanic;
+                let abort = AbortOnUnwind::<PanicHandlerReturns>::arm();
                 handler(payload);
                 abort.disarm();
             }
             None => {
                 // rayon's semantics: a panic in a spawned job with no
-                // handler aborts, since nobody could observe it.
-                eprintln!("terroir: a spawned job panicked and the pool has no panic_handler");
-                let _abort = super::job::AbortIfPanic;
-                drop(payload);
+                // handler aborts, since nobody could observe it (the
+                // payload is not dropped: its `Drop` could unwind).
+                abort_with("a spawned job panicked and the pool has no panic_handler");
             }
         }
     }

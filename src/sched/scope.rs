@@ -9,10 +9,11 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
-use super::job::{halt_unwinding, HeapJob, JobRef};
+use super::job::{HeapJob, JobRef};
 use super::latch::{CountLatch, Latch};
 use super::place::{Place, PlaceError};
 use super::registry::{global_registry, Registry};
+use super::unwind::halt_unwinding;
 use super::worker::WorkerThread;
 
 /// A scope in which tasks borrowing from the enclosing stack frame can be

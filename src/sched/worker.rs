@@ -16,6 +16,7 @@ use super::record::{Label, Slot, WorkerRec};
 use super::registry::Registry;
 use super::stats::{bump, WorkerStats};
 use super::thread_pool::Yield;
+use super::unwind::{AbortOnUnwind, WorkerLoopRuns};
 
 /// What other threads may touch of a worker.
 pub(crate) struct WorkerInfo {
@@ -90,6 +91,19 @@ thread_local! {
     static WORKER: Cell<*const WorkerThread> = const { Cell::new(std::ptr::null()) };
 }
 
+/// Makes the thread stop being a worker when dropped (at the end of
+/// [`WorkerThread::run`], returning or unwinding), before the
+/// `WorkerThread` that `WORKER` points to is.
+struct ClearCurrentOnDrop;
+
+impl Drop for ClearCurrentOnDrop {
+    fn drop(&mut self) {
+        // `try_with`: never panics, also while the thread's locals are
+        // being destroyed (then nobody can read `WORKER` any more).
+        let _ = WORKER.try_with(|c| c.set(std::ptr::null()));
+    }
+}
+
 /// Takes one job from an injector, retrying on contention.
 #[inline]
 fn steal_from(q: &Injector<JobRef>) -> Option<JobRef> {
@@ -123,8 +137,10 @@ impl WorkerThread {
     pub(crate) fn current() -> Option<&'static WorkerThread> {
         let p = WORKER.with(Cell::get);
         // SAFETY: WORKER is set to a WorkerThread that lives on this thread's
-        // stack for the whole of `run` and is reset before it is dropped; a
-        // `'static` borrow never escapes this thread (WorkerThread is !Sync).
+        // stack for the whole of `run` and is reset before it is dropped
+        // (by `ClearCurrentOnDrop`, also when `run` unwinds), or to one
+        // leaked by `adopt_current`; a `'static` borrow never escapes this
+        // thread (WorkerThread is !Sync).
         unsafe { p.as_ref() }
     }
 
@@ -157,19 +173,29 @@ impl WorkerThread {
     pub(super) fn run(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) {
         let wt = WorkerThread::new(registry, index, deque);
         WORKER.with(|c| c.set(&wt));
+        // Declared after `wt`, so dropped before it, however `run` ends: a
+        // spawn handler's thread that goes on after `run` (also after
+        // catching its unwinding) must not find a worker that is gone.
+        let _current = ClearCurrentOnDrop;
         let reg = Arc::clone(&wt.registry);
         if let Some(handler) = &reg.start_handler {
             reg.call_user(|| handler(index));
         }
+        let abort = AbortOnUnwind::<WorkerLoopRuns>::arm();
         while let Some(job) = wt.wait_for_work(None) {
             // SAFETY: a job taken from a queue is executed once, by us.
             unsafe { wt.execute(job) };
         }
+        abort.disarm();
+        #[cfg(test)]
+        super::unwind::hooks::fire(
+            &super::unwind::hooks::PANIC_AFTER_MAIN_LOOP,
+            "worker unwinds after its main loop",
+        );
         super::group::worker_exits(&wt);
         if let Some(handler) = &reg.exit_handler {
             reg.call_user(|| handler(index));
         }
-        WORKER.with(|c| c.set(std::ptr::null()));
     }
 
     /// Makes the calling thread worker `index` without running a main loop

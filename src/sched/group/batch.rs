@@ -23,11 +23,11 @@ use super::core::{claim, group_view, CorePtr, GroupCore, Panic};
 use super::frame::{entered_head, with_entered, with_frame, Entered, Frame, FramePtr};
 use super::task::Task;
 use super::TaskGroup;
-use crate::sched::job::halt_unwinding;
 use crate::sched::join_flagged;
 use crate::sched::latch::{Latch, WorkerLatch};
 use crate::sched::place::Place;
 use crate::sched::registry::Registry;
+use crate::sched::unwind::halt_unwinding;
 use crate::sched::worker::WorkerThread;
 
 /// A queued task of a group: not started (the next wait starts it, at its

@@ -68,10 +68,10 @@ use super::batch::{run_batch, Queued, Started};
 use super::frame::{self, FramePtr};
 use super::task::Task;
 use super::{TaskGroup, WouldDeadlock};
-use crate::sched::job::halt_unwinding;
 use crate::sched::latch::{Latch, WorkerLatch};
 use crate::sched::place::{Place, PlaceError};
 use crate::sched::registry::Registry;
+use crate::sched::unwind::halt_unwinding;
 use crate::sched::worker::{WorkerInfo, WorkerThread};
 use crate::ThreadPool;
 

@@ -101,13 +101,15 @@ where
         WorkerLatch::new(wt, false),
     );
     let b_ref = job_b.as_job_ref();
-    wt.push(b_ref);
     // If `oper_a` unwinds, the guard waits for `b` (which may be running
-    // elsewhere, or still on our deque: the wait runs it) first.
+    // elsewhere, or still on our deque: the wait runs it) first. Armed
+    // before the push: once `b` is on the deque, this frame must not end
+    // before `b` has run, also if the push's wake-up unwinds.
     let guard = WaitForB {
         wt,
         latch: &job_b.latch,
     };
+    wt.push(b_ref);
     let ra = oper_a(FnContext::new(injected));
     std::mem::forget(guard);
     // Take `b` back unless it was taken: jobs pushed above it (by `a`'s

@@ -95,15 +95,18 @@ where
     let job_b = StackJob::new(oper_b, WorkerLatch::new(wt, false));
     let mut node = PrivateJob::new(job_b.as_job_ref());
     wt.push_private(&mut node);
-    wt.poll();
     // If `oper_a` unwinds, the guard takes `b` back and finishes it before
     // the panic goes on (a landing pad, free on the normal path, where
-    // `catch_unwind` would cost a call through a function pointer).
+    // `catch_unwind` would cost a call through a function pointer). It is
+    // armed before `poll`, which may publish `b` (or an older node): from
+    // the moment `node` is linked until it is unlinked, this frame must
+    // not end while `b` may be on the deque or running elsewhere.
     let guard = UnwindGuard {
         wt,
         node: &node,
         job_b: &job_b,
     };
+    wt.poll();
     let ra = oper_a();
     std::mem::forget(guard);
     wt.pop_private(&node);

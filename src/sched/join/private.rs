@@ -46,9 +46,29 @@ impl WorkerThread {
     }
 
     /// Unlinks `node`, the newest private continuation.
+    ///
+    /// `node` is always the newest: each `join` links one node and unlinks
+    /// it before its frame ends, on both of its paths (after `oper_a`
+    /// returns, or in its drop guard when `oper_a` or `poll` unwinds, the
+    /// guard being armed right after the link). Between the two, this
+    /// thread runs only code called from that frame, so every `join` it
+    /// starts meanwhile ends, unlinking its own node, first: the list is
+    /// a stack that follows the call stack. Two things could break that,
+    /// and both already are undefined behaviour for Rust frames: ending a
+    /// frame without returning or unwinding (`longjmp` or a forced unwind
+    /// such as `pthread_exit` through it), and a stackful coroutine
+    /// library that suspends a `join` and lets this thread start another
+    /// one before resuming it (two call stacks interleaved on one thread).
+    ///
+    /// So release builds do not check it: the check costs two instructions
+    /// per `join` (+3 % on an empty one; `README.md` §8 has the count).
+    /// Debug builds check it and *abort*: a panic here could unwind this
+    /// `join`'s frame while a thief runs its promoted `b`.
     #[inline(always)]
     pub(crate) fn pop_private(&self, node: &PrivateJob) {
-        debug_assert!(std::ptr::eq(self.private_head.get(), node));
+        if cfg!(debug_assertions) && !std::ptr::eq(self.private_head.get(), node) {
+            private_list_broken();
+        }
         self.private_head.set(node.prev);
     }
 
@@ -84,6 +104,23 @@ impl WorkerThread {
         if let Some(node) = oldest {
             node.promoted.set(true);
             self.push(node.job);
+            #[cfg(test)]
+            crate::sched::unwind::hooks::fire(
+                &crate::sched::unwind::hooks::PANIC_IN_PROMOTE,
+                "promote unwinds after publishing a continuation",
+            );
         }
     }
+}
+
+/// The private list was unlinked out of order (see
+/// [`WorkerThread::pop_private`]): its nodes may now point into frames
+/// that are gone, and `promote` would follow them.
+#[cold]
+#[inline(never)]
+fn private_list_broken() -> ! {
+    crate::sched::unwind::abort_with(
+        "private join continuations unlinked out of order \
+         (a `join` frame ended without unlinking its node)",
+    )
 }

@@ -11,6 +11,7 @@ use super::Wake;
 use crate::sched::job::JobRef;
 use crate::sched::latch::WorkerLatch;
 use crate::sched::record::{self, Label};
+use crate::sched::unwind::{AbortOnUnwind, WaiterOutlivesJobs};
 use crate::sched::worker::WorkerThread;
 
 const SPIN_ROUNDS: u32 = 64;
@@ -171,10 +172,23 @@ impl WorkerThread {
     }
 
     /// Runs other work until `latch` is set.
+    ///
+    /// Never unwinds: the jobs that set `latch` live in the caller's frame
+    /// or borrow from it, and may be running on other threads, so leaving
+    /// the frame before the latch is set would free memory they use. The
+    /// jobs run meanwhile catch their closures' panics; if the runtime
+    /// itself unwinds here (a bug: an `expect`, a `RefCell` borrow of the
+    /// recorder, an overflow check), the process aborts.
+    #[inline]
     pub(crate) fn wait_until(&self, latch: &WorkerLatch) {
-        if latch.probe() {
-            return;
+        if !latch.probe() {
+            self.wait_until_cold(latch);
         }
+    }
+
+    #[cold]
+    fn wait_until_cold(&self, latch: &WorkerLatch) {
+        let abort = AbortOnUnwind::<WaiterOutlivesJobs>::arm();
         // A wait is not the waiting task's work: a frame of its own (not
         // reported) takes its time out of the task's own time.
         let framed = self.rec_push(Label::Unlabelled, false);
@@ -187,5 +201,6 @@ impl WorkerThread {
         if framed {
             self.rec_pop();
         }
+        abort.disarm();
     }
 }
