@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use terroir::report::InflationReport;
-use terroir::report::{Counter, RecordOptions};
+use terroir::report::{Counter, CounterSampling, RecordOptions};
 use terroir::{label, ThreadPool, ThreadPoolBuilder};
 
 /// Busy for `d` of wall-clock time (spinning, not sleeping). The honesty
@@ -244,6 +244,7 @@ fn counters_that_cannot_count_are_named_not_zeroed() {
     let par = pool(2);
     let options = RecordOptions {
         counters: vec![Counter::Cycles, Counter::TaskClock, Counter::PageFaults],
+        sampling: CounterSampling::EveryTask,
     };
     let (_, rec) = par.record_with(&options, || {
         terroir::join(

@@ -44,7 +44,9 @@ use serde::Serialize;
 
 use crate::numa::NodeId;
 pub use crate::sched::{
-    Counter, Label, RecordError, RecordOptions, Recording, TaskRecord, Unavailable, WorkerTimes,
+    Counter, CounterMethod, CounterSampling, Label, PushRecord, QueueSample, RecordError,
+    RecordOptions, Recording, StealLevel, StealRecord, TaskRecord, Unavailable, WaitRecord,
+    WorkerTimes,
 };
 use crate::sched::{ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder};
 

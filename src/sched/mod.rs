@@ -42,7 +42,8 @@ pub(crate) use latch::{Latch, WorkerLatch};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
 pub use record::{
-    label, Counter, Label, RecordError, RecordOptions, Recording, TaskRecord, Unavailable,
+    label, Counter, CounterMethod, CounterSampling, Label, PushRecord, QueueSample, RecordError,
+    RecordOptions, Recording, StealLevel, StealRecord, TaskRecord, Unavailable, WaitRecord,
     WorkerTimes,
 };
 pub use route::Distribution;

@@ -14,7 +14,9 @@ use super::job::{halt_unwinding, HeapJob, JobRef, StackJob};
 use super::latch::{LockLatch, WorkerLatch};
 use super::place::Place;
 use super::policy::{Policy, Seat, StealPlan};
-use super::record::{self, Owner, PoolRecorder, RecordError, RecordOptions, Recording, Slot};
+use super::record::{
+    self, Owner, PoolMeta, PoolRecorder, RecordError, RecordOptions, Recording, Slot,
+};
 use super::route::{Distribution, RECENT_SLOTS};
 use super::sleep::Sleep;
 use super::stats::WorkerStats;
@@ -360,10 +362,16 @@ impl Registry {
 
     /// The workers' recording slots, and the pool's policy and nodes for
     /// a [`Recording`].
-    fn rec_parts(&self) -> (Vec<&Slot>, (Policy, Vec<numa::NodeId>)) {
+    fn rec_parts(&self) -> (Vec<&Slot>, PoolMeta) {
         let slots = self.workers.iter().map(|w| &w.rec).collect();
         let nodes = self.topology.nodes().iter().map(|n| n.id()).collect();
-        (slots, (self.policy, nodes))
+        let worker_nodes = self.workers.iter().map(|w| w.seat.node).collect();
+        let cpus = self
+            .workers
+            .iter()
+            .map(|w| self.pinned.then_some(w.cpu))
+            .collect();
+        (slots, (self.policy, nodes, worker_nodes, cpus))
     }
 
     /// Runs `op` in this pool while recording (see `record.rs`).

@@ -283,6 +283,9 @@ impl WorkerThread {
             }
         };
         bump(counter, 1);
+        if super::record::any_active() {
+            self.rec_steal(victim, node);
+        }
         Some(job)
     }
     /// Asks the nearest busy worker without a pending request to expose a
