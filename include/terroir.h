@@ -160,12 +160,13 @@ typedef enum terroir_report_format {
   // The text table: per label, tasks, mean times on one worker and in
   // parallel, inflation, locality; then the thread-time breakdown.
   TERROIR_REPORT_FORMAT_TEXT = 0,
-  // JSON: every field of the report.
+  // JSON: every field of the report, the timelines included (needs
+  // the `report` feature).
   TERROIR_REPORT_FORMAT_JSON = 1,
   // CSV: one line per label.
   TERROIR_REPORT_FORMAT_CSV = 2,
-  // The parallel run as Chrome trace events (opens in Perfetto or
-  // `chrome://tracing`).
+  // Chrome trace events (opens in Perfetto or `chrome://tracing`;
+  // needs the `report` feature).
   TERROIR_REPORT_FORMAT_TRACE = 3,
   // An SVG picture: where the thread time went, and the timeline.
   TERROIR_REPORT_FORMAT_SVG = 4,
@@ -573,15 +574,17 @@ int terroir_report_measure(struct terroir_pool *pool,
 //
 // Errors: `TERROIR_ERROR_NULL_POINTER` (`report`, `path`),
 // `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (a
-// format out of range, an empty path), `TERROIR_ERROR_IO` (the file
+// format out of range, an empty path, JSON or a trace from a library built
+// without the `report` feature), `TERROIR_ERROR_IO` (the file
 // cannot be written: the message names the path and the system's error).
 //
 // # Safety
 // `path` is NULL or a NUL-terminated string.
 int terroir_report_write(struct terroir_report *report, uint32_t format, const char *path);
 
-// Writes `report.json`, `report.csv`, `trace.json` (Chrome trace events)
-// and `report.svg` into the directory `dir`, created if missing.
+// Writes `report.txt`, `report.csv`, `report.svg` and, with the `report`
+// feature, `report.json` and `trace.json` (Chrome trace events) into the
+// directory `dir`, created if missing.
 //
 // Errors: `TERROIR_ERROR_NULL_POINTER` (`report`, `dir`),
 // `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an

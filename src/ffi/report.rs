@@ -31,8 +31,19 @@ use super::context::{CTask, CtxPtr};
 use super::error::{call, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
 use super::pool::{enter, handle_ptr, resolve, write, PoolEntry, TerroirPool, TerroirTaskFn};
-use crate::report::InflationReport;
-use crate::report::{RecordError, RecordOptions, Recording};
+use std::io::Write as _;
+
+use crate::report::{InflationReport, RecordError, RecordOptions, Recording};
+
+/// Creates `path` and runs `write` on it, buffered.
+fn write_file(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    write(&mut w)?;
+    w.flush()
+}
 
 /// An opaque recording handle: what `terroir_record_stop` returns (a key
 /// into terroir's handle table, like `terroir_pool`).
@@ -74,12 +85,13 @@ pub enum TerroirReportFormat {
     /// The text table: per label, tasks, mean times on one worker and in
     /// parallel, inflation, locality; then the thread-time breakdown.
     Text = 0,
-    /// JSON: every field of the report.
+    /// JSON: every field of the report, the timelines included (needs
+    /// the `report` feature).
     Json = 1,
     /// CSV: one line per label.
     Csv = 2,
-    /// The parallel run as Chrome trace events (opens in Perfetto or
-    /// `chrome://tracing`).
+    /// Chrome trace events (opens in Perfetto or `chrome://tracing`;
+    /// needs the `report` feature).
     Trace = 3,
     /// An SVG picture: where the thread time went, and the timeline.
     Svg = 4,
@@ -399,7 +411,8 @@ pub unsafe extern "C" fn terroir_report_measure(
 ///
 /// Errors: `TERROIR_ERROR_NULL_POINTER` (`report`, `path`),
 /// `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (a
-/// format out of range, an empty path), `TERROIR_ERROR_IO` (the file
+/// format out of range, an empty path, JSON or a trace from a library built
+/// without the `report` feature), `TERROIR_ERROR_IO` (the file
 /// cannot be written: the message names the path and the system's error).
 ///
 /// # Safety
@@ -432,14 +445,27 @@ pub unsafe extern "C" fn terroir_report_write(
         // SAFETY: non-null and NUL-terminated (the caller's promise).
         let path = unsafe { c_path(path, "path") }?;
         let report = REPORTS.get(report.addr())?;
-        let text = match format {
-            TerroirReportFormat::Text => report.to_string(),
-            TerroirReportFormat::Json => report.to_json(),
-            TerroirReportFormat::Csv => report.to_csv(),
-            TerroirReportFormat::Trace => report.to_chrome_trace(),
-            TerroirReportFormat::Svg => report.to_svg(),
+        let written = match format {
+            TerroirReportFormat::Text => write_file(path, |w| write!(w, "{report}")),
+            TerroirReportFormat::Csv => {
+                write_file(path, |w| w.write_all(report.to_csv().as_bytes()))
+            }
+            TerroirReportFormat::Svg => {
+                write_file(path, |w| w.write_all(report.to_svg().as_bytes()))
+            }
+            #[cfg(feature = "report")]
+            TerroirReportFormat::Json => write_file(path, |w| report.write_json(w)),
+            #[cfg(feature = "report")]
+            TerroirReportFormat::Trace => write_file(path, |w| report.write_chrome_trace(w)),
+            #[cfg(not(feature = "report"))]
+            TerroirReportFormat::Json | TerroirReportFormat::Trace => {
+                return Err(Error::invalid(format!(
+                    "format = {} ({format:?}) needs libterroir built with the `report` feature",
+                    format as u32
+                )))
+            }
         };
-        std::fs::write(path, text).map_err(|e| {
+        written.map_err(|e| {
             Error::new(
                 TerroirError::Io,
                 format!("cannot write the report to {path:?}: {e}"),
@@ -448,8 +474,9 @@ pub unsafe extern "C" fn terroir_report_write(
     })
 }
 
-/// Writes `report.json`, `report.csv`, `trace.json` (Chrome trace events)
-/// and `report.svg` into the directory `dir`, created if missing.
+/// Writes `report.txt`, `report.csv`, `report.svg` and, with the `report`
+/// feature, `report.json` and `trace.json` (Chrome trace events) into the
+/// directory `dir`, created if missing.
 ///
 /// Errors: `TERROIR_ERROR_NULL_POINTER` (`report`, `dir`),
 /// `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an
