@@ -42,6 +42,22 @@
 //! "NUMA doctor" ([`Doctor`]) on the machine's settings that bend these
 //! numbers.
 //!
+//! # Reporting an unmodified program
+//!
+//! With `TERROIR_REPORT=<dir>` in its environment, a program's global pool
+//! records from the moment it is built until the process exits (`atexit`,
+//! default [`RecordOptions`]), and the report is written into `<dir>` as
+//! [`InflationReport::write_all`] does. Pools the program builds itself
+//! are not recorded; a program ended by a signal or an abort writes
+//! nothing. A running program cannot be re-run on one worker from inside,
+//! so the report has no baseline (no inflation, no speedup) and says so;
+//! with `TERROIR_REPORT_BASELINE=1` too, the program is run once more at
+//! exit as a child (same executable, arguments and environment,
+//! `TERROIR_NUM_THREADS=1`, standard input from `/dev/null`, its output in
+//! `<dir>/baseline/output.txt`) whose recording is the baseline: only for
+//! a program that can run twice with the same result, and only with the
+//! `report` feature (the child hands its recording over as JSON).
+//!
 //! # Outputs
 //!
 //! Text ([`Display`](std::fmt::Display)), CSV, an SVG picture
@@ -76,6 +92,7 @@ mod build;
 mod compare;
 mod csv;
 pub mod doctor;
+mod env;
 #[cfg(feature = "report")]
 mod json;
 mod measure;

@@ -41,6 +41,7 @@ pub(crate) use join::{join_context, join_context_in};
 pub(crate) use latch::{Latch, WorkerLatch};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
+pub(crate) use record::env::{set_exit_writer, REPORT_VAR};
 pub use record::{
     label, Counter, CounterMethod, CounterSampling, Label, PushRecord, QueueSample, RecordError,
     RecordOptions, Recording, StealLevel, StealRecord, TaskRecord, Unavailable, WaitRecord,

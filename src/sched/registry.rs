@@ -91,7 +91,11 @@ pub(crate) fn global_registry() -> &'static Arc<Registry> {
         return r;
     }
     match Registry::new(ThreadPoolBuilder::new()) {
-        Ok(r) => GLOBAL.get_or_init(|| r),
+        Ok(r) => {
+            let r = GLOBAL.get_or_init(|| r);
+            record::env::global_pool_built(r);
+            r
+        }
         Err(e) => panic!(
             "terroir: the global thread pool could not be built: {e}. Configure it \
              explicitly with ThreadPoolBuilder::new()...build_global() before first use \
@@ -109,7 +113,11 @@ pub(crate) fn init_global(builder: ThreadPoolBuilder) -> Result<(), ThreadPoolBu
     let registry = Registry::new(builder)?;
     GLOBAL
         .set(registry)
-        .map_err(|_| ThreadPoolBuildError::GlobalPoolAlreadyInitialized)
+        .map_err(|_| ThreadPoolBuildError::GlobalPoolAlreadyInitialized)?;
+    if let Some(r) = GLOBAL.get() {
+        record::env::global_pool_built(r);
+    }
+    Ok(())
 }
 
 /// The order in which workers take PUs: round-robin over nodes, and inside
@@ -362,7 +370,7 @@ impl Registry {
 
     /// The workers' recording slots, and the pool's policy and nodes for
     /// a [`Recording`].
-    fn rec_parts(&self) -> (Vec<&Slot>, PoolMeta) {
+    pub(super) fn rec_parts(&self) -> (Vec<&Slot>, PoolMeta) {
         let slots = self.workers.iter().map(|w| &w.rec).collect();
         let nodes = self.topology.nodes().iter().map(|n| n.id()).collect();
         let worker_nodes = self.workers.iter().map(|w| w.seat.node).collect();

@@ -72,6 +72,7 @@ use std::time::Instant;
 
 mod counters;
 mod cpu;
+pub(crate) mod env;
 mod events;
 mod frames;
 mod session;
@@ -352,7 +353,8 @@ impl fmt::Display for RecordError {
             }
             RecordError::RecordInProgress => {
                 "the pool's recording belongs to a record call in progress, which stops it when \
-                 its closure returns"
+                 its closure returns (or, for the global pool, to TERROIR_REPORT's recording, \
+                 stopped at exit)"
             }
         })
     }

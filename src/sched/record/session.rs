@@ -15,6 +15,8 @@ pub(crate) enum Owner {
     Closure,
     /// `start_recording`, stopped by `stop_recording`.
     Explicit,
+    /// `TERROIR_REPORT`'s recording of the global pool, stopped at exit.
+    Env,
 }
 
 /// The recording a pool runs now (see "Starting and stopping" in the
