@@ -1,11 +1,13 @@
 //! Work-time inflation, measured: runs a workload after a warm-up run on a
 //! one-worker pool (the sequential-equivalent baseline) and on the parallel
 //! pool, prints the [`InflationReport`] and writes `report.txt`,
-//! `report.csv`, `report.svg`, `report.json` and `trace.json` (open it in
-//! <https://ui.perfetto.dev>) into `--out`.
+//! `report.csv`, `report.svg` and, with the `report` feature, `report.json`
+//! and `trace.json` (open it in <https://ui.perfetto.dev>) into `--out`.
+//! Counters need the `counters` feature (without it the report names each
+//! as unavailable).
 //!
 //! ```text
-//! cargo run --release --example inflation -- fib [--threads N] [--out DIR]
+//! cargo run --release --features report,counters --example inflation -- fib [--threads N] [--out DIR]
 //! cargo run --release --example inflation -- health --repeat 5 --baseline each
 //! cargo run --release --example inflation -- inflating
 //! cargo run --release --example inflation -- million

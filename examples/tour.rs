@@ -4,11 +4,11 @@
 //!
 //! It prints:
 //!
-//! 1. the detected topology ([`Topology::detect`]): NUMA nodes, L3 cache
-//!    groups, processing units and the node distance matrix. If detection
-//!    fails the tour prints the error and exits with code 1, unless
-//!    `--single-node` was given: then it goes on with every allowed CPU in
-//!    one node ([`Topology::single_node`]);
+//! 1. the topology a default pool schedules on (`ThreadPoolBuilder::new()`):
+//!    NUMA nodes, L3 cache groups, processing units and the node distance
+//!    matrix, and where they come from (`numa::TopologySource`): this machine's
+//!    sysfs, or, on a machine without NUMA information, every allowed CPU
+//!    as one node, with the reason;
 //! 2. the CPUs this process may run on ([`allowed_cpus`]);
 //! 3. whether binding works: a thread binds itself to each allowed CPU in
 //!    turn ([`bind_current_thread`]) and checks that
@@ -34,39 +34,35 @@
 //! ```text
 //! cargo run --release --example tour
 //! cargo run --release --example tour -- --fib 30 --tree-depth 22 --threads 2
-//! cargo run --release --example tour -- --single-node   # machines without NUMA info
 //! ```
 //!
 //! Options: `--fib N` (default 32), `--tree-depth D` (default 20, i.e.
 //! 1,048,575 nodes; at most 28), `--threads N` (default: terroir's and
 //! rayon's own defaults, one worker per allowed CPU unless
-//! `TERROIR_NUM_THREADS` / `RAYON_NUM_THREADS` say otherwise),
-//! `--single-node` (see 1). The terroir pools are pinned exactly when
-//! binding works.
+//! `TERROIR_NUM_THREADS` / `RAYON_NUM_THREADS` say otherwise). The
+//! terroir pools are pinned exactly when binding works.
 
 use std::fmt::Display;
 use std::process::exit;
 use std::time::{Duration, Instant};
 
-use terroir::numa::{allowed_cpus, bind_current_thread, current_cpu_and_node, CpuSet, Topology};
+use terroir::numa::{allowed_cpus, bind_current_thread, current_cpu_and_node, CpuSet};
 use terroir::report::Doctor;
 use terroir::{Policy, ThreadPoolBuilder};
 
 const RUNS: usize = 5;
 
 const USAGE: &str = "\
-usage: tour [--fib N] [--tree-depth D] [--threads N] [--single-node]
+usage: tour [--fib N] [--tree-depth D] [--threads N]
 
   --fib N          fib(N) with a join per call (default 32, at most 93)
   --tree-depth D   binary tree of 2^D - 1 boxed nodes (default 20, 1..=28)
-  --threads N      worker threads for terroir and rayon (default: their own)
-  --single-node    if topology detection fails, use all allowed CPUs as one node";
+  --threads N      worker threads for terroir and rayon (default: their own)";
 
 struct Args {
     fib: u64,
     tree_depth: u32,
     threads: Option<usize>,
-    single_node: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -86,7 +82,6 @@ fn parse_args() -> Result<Args, String> {
         fib: 32,
         tree_depth: 20,
         threads: None,
-        single_node: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -103,7 +98,6 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => {
                 args.threads = Some(value(&arg, &mut it, |&n| n >= 1, "a positive integer")?)
             }
-            "--single-node" => args.single_node = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 exit(0);
@@ -188,20 +182,17 @@ fn main() {
         exit(2);
     });
 
-    // 1. Topology.
-    let topo = match Topology::detect() {
-        Ok(t) => t,
-        Err(e) if args.single_node => {
-            println!("topology detection failed: {e}");
-            println!("--single-node: using every allowed CPU as one node");
-            Topology::single_node().unwrap_or_else(|e| fail(e))
-        }
-        Err(e) => fail(format_args!(
-            "topology detection failed: {e}\n(pass --single-node to run with every allowed CPU \
-             as one node)"
-        )),
-    };
-    println!("topology ({:?}): {topo}", topo.source());
+    // 1. Topology: what a default pool uses (this machine's, or the
+    // single-node fallback on a machine without NUMA information).
+    let topo = ThreadPoolBuilder::new()
+        .num_threads(1)
+        .pin(false)
+        .build()
+        .unwrap_or_else(|e| fail(format_args!("cannot build a default pool: {e}")))
+        .topology()
+        .clone();
+    println!("topology source: {}", topo.source());
+    println!("topology: {topo}");
 
     // 2. Allowed CPUs.
     match allowed_cpus() {

@@ -21,6 +21,7 @@ impl InflationReport {
     /// assert_eq!(back.labels, report.labels);
     /// assert_eq!(back.parallel_run, report.parallel_run);
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "report")))]
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("the report serialises")
     }
@@ -30,6 +31,7 @@ impl InflationReport {
     ///
     /// # Errors
     /// The writer's error.
+    #[cfg_attr(docsrs, doc(cfg(feature = "report")))]
     pub fn write_json(&self, w: impl io::Write) -> io::Result<()> {
         let mut w = io::BufWriter::new(w);
         serde_json::to_writer(&mut w, self).map_err(io::Error::from)?;
@@ -41,6 +43,7 @@ impl InflationReport {
     ///
     /// # Errors
     /// When `text` is not such JSON; the error says where.
+    #[cfg_attr(docsrs, doc(cfg(feature = "report")))]
     pub fn from_json(text: &str) -> Result<InflationReport, serde_json::Error> {
         serde_json::from_str(text)
     }
@@ -49,6 +52,7 @@ impl InflationReport {
     ///
     /// # Errors
     /// As [`from_json`](Self::from_json), or the reader's error.
+    #[cfg_attr(docsrs, doc(cfg(feature = "report")))]
     pub fn read_json(r: impl io::Read) -> Result<InflationReport, serde_json::Error> {
         serde_json::from_reader(io::BufReader::new(r))
     }
@@ -59,6 +63,7 @@ impl Run {
     ///
     /// # Errors
     /// The writer's error.
+    #[cfg_attr(docsrs, doc(cfg(feature = "report")))]
     pub fn write_json(&self, w: impl io::Write) -> io::Result<()> {
         let mut w = io::BufWriter::new(w);
         serde_json::to_writer(&mut w, self).map_err(io::Error::from)?;
@@ -69,6 +74,7 @@ impl Run {
     ///
     /// # Errors
     /// When it is not such JSON, or the reader's error.
+    #[cfg_attr(docsrs, doc(cfg(feature = "report")))]
     pub fn read_json(r: impl io::Read) -> Result<Run, serde_json::Error> {
         serde_json::from_reader(io::BufReader::new(r))
     }

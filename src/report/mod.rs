@@ -63,8 +63,8 @@
 //! Text ([`Display`](std::fmt::Display)), CSV, an SVG picture
 //! ([`InflationReport::to_svg`]) that stays small for millions of tasks,
 //! and, with the `report` feature, JSON that reads back
-//! ([`InflationReport::from_json`]) and a Chrome/Perfetto trace streamed to
-//! any writer ([`InflationReport::write_chrome_trace`]). Two reports
+//! (`InflationReport::from_json`) and a Chrome/Perfetto trace streamed to
+//! any writer (`InflationReport::write_chrome_trace`). Two reports
 //! compare with [`InflationReport::compare`].
 //!
 //! ```

@@ -441,6 +441,7 @@ impl InflationReport {
     ///
     /// # Errors
     /// The writer's error.
+    #[cfg_attr(docsrs, doc(cfg(feature = "report")))]
     pub fn write_chrome_trace(&self, w: impl Write) -> io::Result<()> {
         let mut w = io::BufWriter::new(w);
         w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
@@ -490,6 +491,7 @@ impl InflationReport {
 
     /// The trace as a string ([`write_chrome_trace`](Self::write_chrome_trace)
     /// into memory: for small reports).
+    #[cfg_attr(docsrs, doc(cfg(feature = "report")))]
     pub fn to_chrome_trace(&self) -> String {
         let mut out = Vec::new();
         self.write_chrome_trace(&mut out)

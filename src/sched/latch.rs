@@ -9,8 +9,8 @@
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Condvar, Mutex};
 
+use super::registry::Registry;
 use super::sync::{AtomicU8, Ordering};
-
 use super::worker::WorkerThread;
 
 /// Something a job sets when it is done.
@@ -192,24 +192,44 @@ impl<L: Latch> Latch for &L {
     }
 }
 
-/// Counts outstanding jobs of a scope; when the count reaches zero the inner
-/// latch is set. Starts at 1 (the scope's own body).
+/// Counts outstanding jobs of a scope (or of a broadcast); when the count
+/// reaches zero the inner latch is set.
 pub(crate) struct CountLatch {
     counter: AtomicUsize,
     kind: CountLatchKind,
 }
 
-pub(crate) enum CountLatchKind {
+enum CountLatchKind {
     /// Waited on by a worker, which keeps stealing.
     Stealing(WorkerLatch),
-    /// Waited on by a thread outside the pool.
+    /// Waited on by a thread outside every pool.
     Blocking(LockLatch),
 }
 
 impl CountLatch {
-    pub(crate) fn new(kind: CountLatchKind) -> Self {
+    /// A latch at 1 (a scope's own body) for jobs of `registry`'s pool,
+    /// waited on by `owner`, the waiting thread's worker if it is one (of
+    /// any pool: a worker of another pool is set by threads that are not
+    /// its pool's, see [`WorkerLatch::new`]).
+    pub(crate) fn new(registry: &Arc<Registry>, owner: Option<&WorkerThread>) -> Self {
+        Self::with_count(1, registry, owner)
+    }
+
+    /// As [`new`](Self::new), at `count`.
+    pub(crate) fn with_count(
+        count: usize,
+        registry: &Arc<Registry>,
+        owner: Option<&WorkerThread>,
+    ) -> Self {
+        let kind = match owner {
+            Some(wt) => {
+                let cross = !Arc::ptr_eq(wt.registry(), registry);
+                CountLatchKind::Stealing(WorkerLatch::new(wt, cross))
+            }
+            None => CountLatchKind::Blocking(LockLatch::default()),
+        };
         CountLatch {
-            counter: AtomicUsize::new(1),
+            counter: AtomicUsize::new(count),
             kind,
         }
     }
@@ -221,8 +241,15 @@ impl CountLatch {
         debug_assert!(old != 0, "count latch incremented after reaching zero");
     }
 
-    pub(crate) fn kind(&self) -> &CountLatchKind {
-        &self.kind
+    /// Waits until the count reaches zero: `owner` (the worker given to
+    /// [`new`](Self::new)) runs other work meanwhile, a thread outside
+    /// every pool blocks.
+    pub(crate) fn wait(&self, owner: Option<&WorkerThread>) {
+        match (&self.kind, owner) {
+            (CountLatchKind::Stealing(l), Some(wt)) => wt.wait_until(l),
+            (CountLatchKind::Blocking(l), _) => l.wait_and_reset(),
+            (CountLatchKind::Stealing(_), None) => unreachable!("stealing latch without owner"),
+        }
     }
 }
 

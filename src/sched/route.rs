@@ -294,13 +294,15 @@ impl Registry {
     /// placing policies find such places in the match below, without a
     /// second lookup.
     pub(crate) fn route(&self, place: &Place, here: Option<&WorkerThread>) -> Route {
-        if !self.policy.honours_places() {
+        let strict = place.strict || self.policy == Policy::StrictLocality;
+        if !strict && !self.policy.honours_places() {
+            // `Flat` and `Hierarchical` ignore hints; a strict place is
+            // honoured under every policy (below).
             return match self.check_place(place) {
                 Ok(()) => Route::Unplaced,
                 Err(_) => self.unroutable(),
             };
         }
-        let strict = place.strict || self.policy == Policy::StrictLocality;
         match place.target {
             place::PlaceKind::Anywhere => Route::Unplaced,
             place::PlaceKind::Node(id) => match self.topology.node_index(id) {

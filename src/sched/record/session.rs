@@ -207,9 +207,10 @@ fn probe(wanted: &[Counter]) -> (Vec<Counter>, Vec<Unavailable>, String) {
     if let Some((_, found)) = probes.iter().find(|(w, _)| w == wanted) {
         return found.clone();
     }
-    let (group, unavailable) = CounterGroup::open(wanted);
-    let found = (group.counters().to_vec(), unavailable, group.read_method());
-    drop(group);
+    let found = {
+        let (group, unavailable) = CounterGroup::open(wanted);
+        (group.counters().to_vec(), unavailable, group.read_method())
+    };
     probes.push((wanted.to_vec(), found.clone()));
     found
 }
