@@ -110,7 +110,7 @@ pub(super) struct NodeState {
     pub(super) bind: u32,
     pub(super) classes: [CentralSlot; CLASSES],
     pub(super) reserve: ForkLock<Reserve>,
-    pub(super) stats: Counters,
+    pub(super) stats: SlabTallies,
 }
 
 const _: () = assert!(std::mem::align_of::<NodeState>() <= 4096);
@@ -127,7 +127,7 @@ impl NodeState {
                 mag_next: ptr::null_mut(),
                 mag_end: ptr::null_mut(),
             }),
-            stats: Counters::default(),
+            stats: SlabTallies::default(),
         }
     }
 

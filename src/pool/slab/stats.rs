@@ -43,7 +43,7 @@ impl SlabStats {
 }
 
 #[derive(Default)]
-pub(super) struct Counters {
+pub(super) struct SlabTallies {
     pub(super) reservations: AtomicU64,
     pub(super) unbound: AtomicU64,
     pub(super) chunks: AtomicU64,
@@ -59,7 +59,7 @@ pub(super) fn bump(counter: &AtomicU64, by: usize) {
     counter.fetch_add(by as u64, Ordering::Relaxed);
 }
 
-impl Counters {
+impl SlabTallies {
     pub(super) fn snapshot(&self) -> SlabStats {
         let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
         SlabStats {
