@@ -13,8 +13,13 @@
 //! 3. whether binding works: a thread binds itself to each allowed CPU in
 //!    turn ([`bind_current_thread`]) and checks that
 //!    [`current_cpu_and_node`] reports that CPU;
-//! 4. for each pool, its thread count and whether its workers are pinned;
-//! 5. a table: `fib(N)` with a join on every call (leaves at `n < 2`) and
+//! 4. the "NUMA doctor" ([`Doctor`]): transparent huge pages, automatic
+//!    NUMA balancing, the cpuset and cgroup CPU quota against the nodes'
+//!    CPUs, whether threads and memory bind, the machine's load, whether it
+//!    is a virtual machine, `perf_event_paranoid`, each with what it means
+//!    for measurements;
+//! 5. for each pool, its thread count and whether its workers are pinned;
+//! 6. a table: `fib(N)` with a join on every call (leaves at `n < 2`) and
 //!    the sum of a pointer-based binary tree of `2^D - 1` boxed nodes with a
 //!    join on every node (allocated parent first, see
 //!    `benches/workloads/tree.rs`), each run sequentially, under every
@@ -42,6 +47,7 @@ use std::process::exit;
 use std::time::{Duration, Instant};
 
 use terroir::numa::{allowed_cpus, bind_current_thread, current_cpu_and_node, CpuSet};
+use terroir::report::Doctor;
 use terroir::{Policy, ThreadPoolBuilder};
 
 const RUNS: usize = 5;
@@ -206,6 +212,10 @@ fn main() {
         }
     };
 
+    // 4. The NUMA doctor: settings that bend measurements on this machine.
+    println!();
+    print!("{}", Doctor::check(Some(&topo)));
+
     // Workloads and their sequential results.
     let fib_n = args.fib;
     let depth = args.tree_depth;
@@ -238,7 +248,7 @@ fn main() {
         }),
     ));
 
-    // 4. Pools and measurements.
+    // 5. Pools and measurements.
     println!();
     for &policy in Policy::ALL {
         let runner = format!("terroir/{policy}");
@@ -285,7 +295,7 @@ fn main() {
         }),
     ));
 
-    // 5. The table.
+    // 6. The table.
     println!(
         "\nbest of {RUNS} runs; Nx seq = sequential time / this time, Nx rayon = rayon time / \
          this time (above 1.00x is faster)"

@@ -163,12 +163,11 @@ typedef enum terroir_report_format {
   // The text table: per label, tasks, mean times on one worker and in
   // parallel, inflation, locality; then the thread-time breakdown.
   TERROIR_REPORT_FORMAT_TEXT = 0,
-  // JSON: every field of the report.
+  // JSON: every field of the report, the timelines included.
   TERROIR_REPORT_FORMAT_JSON = 1,
   // CSV: one line per label.
   TERROIR_REPORT_FORMAT_CSV = 2,
-  // The parallel run as Chrome trace events (opens in Perfetto or
-  // `chrome://tracing`).
+  // Chrome trace events (opens in Perfetto or `chrome://tracing`).
   TERROIR_REPORT_FORMAT_TRACE = 3,
   // An SVG picture: where the thread time went, and the timeline.
   TERROIR_REPORT_FORMAT_SVG = 4,
@@ -584,8 +583,9 @@ int terroir_report_measure(struct terroir_pool *pool,
 // `path` is NULL or a NUL-terminated string.
 int terroir_report_write(struct terroir_report *report, uint32_t format, const char *path);
 
-// Writes `report.json`, `report.csv`, `trace.json` (Chrome trace events)
-// and `report.svg` into the directory `dir`, created if missing.
+// Writes `report.txt`, `report.json`, `report.csv`, `trace.json` (Chrome
+// trace events) and `report.svg` into the directory `dir`, created if
+// missing.
 //
 // Errors: `TERROIR_ERROR_NULL_POINTER` (`report`, `dir`),
 // `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an

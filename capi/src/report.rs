@@ -31,9 +31,20 @@ use super::error::{call, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
 use super::pool::{handle_ptr, with_pool, write, TerroirPool, TerroirTaskFn};
 use super::task::CTask;
+use std::io::Write as _;
 use terroir::__capi::install_carrying_frame;
 use terroir::report::InflationReport;
 use terroir::report::{RecordError, RecordOptions, Recording};
+
+/// Creates `path` and runs `write` on it, buffered.
+fn write_file(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    write(&mut w)?;
+    w.flush()
+}
 
 /// An opaque recording handle: what `terroir_record_stop` returns (a key
 /// into terroir's handle table, like `terroir_pool`).
@@ -75,12 +86,11 @@ pub enum TerroirReportFormat {
     /// The text table: per label, tasks, mean times on one worker and in
     /// parallel, inflation, locality; then the thread-time breakdown.
     Text = 0,
-    /// JSON: every field of the report.
+    /// JSON: every field of the report, the timelines included.
     Json = 1,
     /// CSV: one line per label.
     Csv = 2,
-    /// The parallel run as Chrome trace events (opens in Perfetto or
-    /// `chrome://tracing`).
+    /// Chrome trace events (opens in Perfetto or `chrome://tracing`).
     Trace = 3,
     /// An SVG picture: where the thread time went, and the timeline.
     Svg = 4,
@@ -429,14 +439,18 @@ pub unsafe extern "C" fn terroir_report_write(
         // SAFETY: non-null and NUL-terminated (the caller's promise).
         let path = unsafe { c_path(path, "path") }?;
         let report = REPORTS.get(report.addr())?;
-        let text = match format {
-            TerroirReportFormat::Text => report.to_string(),
-            TerroirReportFormat::Json => report.to_json(),
-            TerroirReportFormat::Csv => report.to_csv(),
-            TerroirReportFormat::Trace => report.to_chrome_trace(),
-            TerroirReportFormat::Svg => report.to_svg(),
+        let written = match format {
+            TerroirReportFormat::Text => write_file(path, |w| write!(w, "{report}")),
+            TerroirReportFormat::Csv => {
+                write_file(path, |w| w.write_all(report.to_csv().as_bytes()))
+            }
+            TerroirReportFormat::Svg => {
+                write_file(path, |w| w.write_all(report.to_svg().as_bytes()))
+            }
+            TerroirReportFormat::Json => write_file(path, |w| report.write_json(w)),
+            TerroirReportFormat::Trace => write_file(path, |w| report.write_chrome_trace(w)),
         };
-        std::fs::write(path, text).map_err(|e| {
+        written.map_err(|e| {
             Error::new(
                 TerroirError::Io,
                 format!("cannot write the report to {path:?}: {e}"),
@@ -445,8 +459,9 @@ pub unsafe extern "C" fn terroir_report_write(
     })
 }
 
-/// Writes `report.json`, `report.csv`, `trace.json` (Chrome trace events)
-/// and `report.svg` into the directory `dir`, created if missing.
+/// Writes `report.txt`, `report.json`, `report.csv`, `trace.json` (Chrome
+/// trace events) and `report.svg` into the directory `dir`, created if
+/// missing.
 ///
 /// Errors: `TERROIR_ERROR_NULL_POINTER` (`report`, `dir`),
 /// `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an

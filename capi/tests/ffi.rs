@@ -353,8 +353,16 @@ fn check_report_dir(dir: &Path, out: &str) {
     }
     let trace = json("trace.json");
     let events = trace["traceEvents"].as_array().expect("traceEvents");
-    let slices = events.iter().filter(|e| e["name"] == "fib-leaf").count() as u64;
-    assert_eq!(slices, leaves, "trace.json");
+    // The parallel run's processes (one per node) and the baseline's.
+    let slices = |baseline: bool| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"] == "fib-leaf")
+            .filter(|e| (e["pid"].as_u64().unwrap() >= 1000) == baseline)
+            .count() as u64
+    };
+    assert_eq!(slices(false), leaves, "trace.json, parallel run");
+    assert_eq!(slices(true), leaves, "trace.json, baseline");
     let csv = std::fs::read_to_string(dir.join("report.csv")).unwrap();
     assert!(csv.lines().any(|l| l.starts_with("fib-leaf,")), "{csv}");
     let svg = std::fs::read_to_string(dir.join("report.svg")).unwrap();

@@ -617,8 +617,8 @@ static void test_report(void) {
   EXPECT(remove_file(path));
   snprintf(path, sizeof path, "%s/all", dir);
   EXPECT_OK(terroir_report_write_all(report, path)); /* creates the directory */
-  const char *files[] = {"report.json", "report.csv", "trace.json", "report.svg"};
-  for (size_t i = 0; i < 4; i++) {
+  const char *files[] = {"report.json", "report.csv", "trace.json", "report.svg", "report.txt"};
+  for (size_t i = 0; i < 5; i++) {
     char file[300];
     snprintf(file, sizeof file, "%s/%s", path, files[i]);
     EXPECT(remove_file(file));

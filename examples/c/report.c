@@ -7,8 +7,9 @@
  *   report [dir=terroir-report] [n=24] [threads]
  *
  * Threads: the argument, else TERROIR_NUM_THREADS, else one per CPU.
- * Writes into `dir`: report.json, report.csv, trace.json and report.svg
- * (terroir_report_write_all), report.txt (the text table, also printed),
+ * Writes into `dir`: report.txt, report.csv, report.svg, report.json and
+ * trace.json (terroir_report_write_all), report.txt again (the text report,
+ * also printed, through terroir_report_write),
  * and measure.json: the same comparison made by terroir_report_measure in
  * one call. Last line:
  *   report n=.. threads=.. result=.. expected=.. leaves=.. dir=.. check=ok

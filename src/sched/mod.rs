@@ -54,8 +54,10 @@ pub use join::{join, join_context, FnContext};
 pub(crate) use join::{join_flagged, join_flagged_in};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
+pub(crate) use record::env::{set_exit_writer, REPORT_VAR};
 pub use record::{
-    label, Counter, Label, RecordError, RecordOptions, Recording, TaskRecord, Unavailable,
+    label, Counter, CounterMethod, CounterSampling, Label, PushRecord, QueueSample, RecordError,
+    RecordOptions, Recording, StealLevel, StealRecord, TaskRecord, Unavailable, WaitRecord,
     WorkerTimes,
 };
 pub use route::Distribution;

@@ -14,7 +14,9 @@ use super::job::{HeapJob, JobRef, StackJob};
 use super::latch::{LockLatch, WorkerLatch};
 use super::place::Place;
 use super::policy::{Policy, Seat, StealPlan};
-use super::record::{self, Owner, PoolRecorder, RecordError, RecordOptions, Recording, Slot};
+use super::record::{
+    self, Owner, PoolMeta, PoolRecorder, RecordError, RecordOptions, Recording, Slot,
+};
 use super::route::{Distribution, RECENT_SLOTS};
 use super::sleep::Sleep;
 use super::stats::WorkerStats;
@@ -103,7 +105,11 @@ pub(crate) fn global_registry() -> &'static Arc<Registry> {
         return r;
     }
     match Registry::new(Settings::default(), DefaultSpawn) {
-        Ok(r) => GLOBAL.get_or_init(|| r),
+        Ok(r) => {
+            let r = GLOBAL.get_or_init(|| r);
+            record::env::global_pool_built(r);
+            r
+        }
         Err(e) => panic!(
             "terroir: the global thread pool could not be built: {e}. Configure it \
              explicitly with ThreadPoolBuilder::new()...build_global() before first use"
@@ -123,7 +129,11 @@ pub(crate) fn init_global<S: ThreadSpawn>(
     let registry = Registry::new(settings, spawn)?;
     GLOBAL
         .set(registry)
-        .map_err(|_| ThreadPoolBuildError::GlobalPoolAlreadyInitialized)
+        .map_err(|_| ThreadPoolBuildError::GlobalPoolAlreadyInitialized)?;
+    if let Some(r) = GLOBAL.get() {
+        record::env::global_pool_built(r);
+    }
+    Ok(())
 }
 
 /// The order in which workers take PUs: round-robin over nodes, and inside
@@ -394,10 +404,16 @@ impl Registry {
 
     /// The workers' recording slots, and the pool's policy and nodes for
     /// a [`Recording`].
-    fn rec_parts(&self) -> (Vec<&Slot>, (Policy, Vec<numa::NodeId>)) {
+    pub(super) fn rec_parts(&self) -> (Vec<&Slot>, PoolMeta) {
         let slots = self.workers.iter().map(|w| &w.rec).collect();
         let nodes = self.topology.nodes().iter().map(|n| n.id()).collect();
-        (slots, (self.policy, nodes))
+        let worker_nodes = self.workers.iter().map(|w| w.seat.node).collect();
+        let cpus = self
+            .workers
+            .iter()
+            .map(|w| self.pinned.then_some(w.cpu))
+            .collect();
+        (slots, (self.policy, nodes, worker_nodes, cpus))
     }
 
     /// Runs `op` in this pool while recording (see `record.rs`).

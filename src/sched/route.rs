@@ -145,6 +145,8 @@ impl Declared {
 pub(crate) struct PlacedTask {
     declared: Declared,
     key: Option<u64>,
+    /// The recording's id of its push (0: sent while not recording).
+    push: u64,
 }
 
 impl PlacedTask {
@@ -155,6 +157,7 @@ impl PlacedTask {
                 place::PlaceKind::After(k) => Some(k),
                 _ => None,
             },
+            push: 0,
         }
     }
 
@@ -179,15 +182,15 @@ impl PlacedTask {
         };
         let stats = &wt.info().stats;
         bump(&stats.placed, 1);
-        if record::any_active() {
-            if let Some(node) = self.declared.first_node() {
-                wt.rec_data_node(node);
-            }
-        }
+        let mut declared = 0;
         if !self.declared.is_empty() {
             let (all, local) = self.declared.bytes(reg.topology.nodes()[wt.node].id());
             bump(&stats.declared_bytes, all);
             bump(&stats.local_bytes, local);
+            declared = all;
+        }
+        if record::any_active() {
+            wt.rec_placed(self.declared.first_node(), declared, self.push);
         }
         if let Some(key) = self.key {
             reg.recent[key as usize % RECENT_SLOTS].store(wt.index + 1, Ordering::Relaxed);
@@ -264,7 +267,12 @@ impl Registry {
     {
         let here = WorkerThread::current().filter(|wt| std::ptr::eq(&*wt.registry, self));
         let route = self.route(place, here);
-        let task = PlacedTask::of(place);
+        let mut task = PlacedTask::of(place);
+        let recorded = record::any_active() && route != Route::Unplaced;
+        if recorded {
+            task.push = self.rec_push_id();
+        }
+        let push = task.push;
         let job = HeapJob::new(move || {
             let _run = task.begins();
             body()
@@ -272,6 +280,9 @@ impl Registry {
         // SAFETY: forwarded from the caller.
         let job = unsafe { job.into_job_ref(self.frame_node(route, here)) };
         self.push_routed(route, job, here);
+        if recorded && push != 0 {
+            self.rec_pushed(push, route, here);
+        }
     }
 
     /// Resolves `place` against this pool, for a spawn from `here` (the

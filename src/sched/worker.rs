@@ -358,6 +358,9 @@ impl WorkerThread {
             }
         };
         bump(counter, 1);
+        if super::record::any_active() {
+            self.rec_steal(victim, node);
+        }
         Some(job)
     }
     /// Runs one job from anywhere this worker may take one (as when it is

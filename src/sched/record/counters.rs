@@ -565,6 +565,40 @@ impl CounterGroup {
         &self.order
     }
 
+    /// How [`read`](Self::read) reads, in words: one `read(2)` per perf
+    /// group, naming each group's counters.
+    pub(crate) fn read_method(&self) -> String {
+        let mut i = 0;
+        let groups: Vec<String> = self
+            .sets
+            .iter()
+            .map(|set| {
+                let names: Vec<&str> = self.order[i..i + set.members.len()]
+                    .iter()
+                    .map(|c| c.name())
+                    .collect();
+                i += set.members.len();
+                let kind = if self.order.get(i - 1).is_some_and(|c| c.is_hardware()) {
+                    "hardware"
+                } else {
+                    "software"
+                };
+                format!("{kind} ({})", names.join(", "))
+            })
+            .collect();
+        match groups.len() {
+            0 => String::new(),
+            1 => format!(
+                "one read(2) of the {} perf group (PERF_FORMAT_GROUP) at each end of a counted task",
+                groups[0]
+            ),
+            _ => format!(
+                "one read(2) per perf group (PERF_FORMAT_GROUP): {}, at each end of a counted task",
+                groups.join(" and ")
+            ),
+        }
+    }
+
     /// The current values, one per opened counter, into
     /// `out[..counters().len()]`; false (and `out` untouched) if a read
     /// failed. One `read(2)` per perf group, no allocation.
@@ -618,6 +652,11 @@ impl CounterGroup {
     /// No counter opened.
     pub(crate) fn counters(&self) -> &[Counter] {
         &[]
+    }
+
+    /// No read is made: empty, as for a group where nothing opened.
+    pub(crate) fn read_method(&self) -> String {
+        String::new()
     }
 
     /// Reads nothing (there is nothing to read): always succeeds.

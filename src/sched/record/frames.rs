@@ -1,23 +1,30 @@
 //! A worker's frames: each job and labelled region a worker runs while its
-//! pool records, with the counters read at both ends.
+//! pool records, with the counters read at both ends of the counted ones.
+
+use std::cell::Cell;
 
 use super::*;
 
 /// One open frame of a worker.
-struct Frame {
+pub(super) struct Frame {
     label: Label,
     /// Emitted as a task (a wait frame is not: its time belongs to nobody's
     /// own time, and the jobs run during it are frames of their own).
     task: bool,
     /// The recording it belongs to.
     epoch: u64,
-    data_node: Option<NodeId>,
+    pub(super) data_node: Option<NodeId>,
+    pub(super) data_bytes: u64,
+    /// The steal and push that brought its job here (job frames only).
+    stolen: Option<u64>,
+    pub(super) pushed: Option<u64>,
     /// Before the counters were read (the recording's cost starts here).
     enter: u64,
     start: u64,
     child_ns: u64,
-    /// Whether the counters were read at its start (labelled regions
-    /// only: each read is a system call, ~1 µs in a VM).
+    /// Whether the counters were read at its start: a labelled region the
+    /// sampling picked, or any frame inside a counted one (see "Counters,
+    /// sampled" in the module docs).
     counted: bool,
     counts: [u64; MAX_COUNTERS],
     child_counts: [u64; MAX_COUNTERS],
@@ -25,27 +32,109 @@ struct Frame {
 
 /// A worker's own recording state.
 pub(crate) struct WorkerRec {
-    frames: RefCell<Vec<Frame>>,
-    epoch: std::cell::Cell<u64>,
+    pub(super) frames: RefCell<Vec<Frame>>,
+    epoch: Cell<u64>,
     group: RefCell<Option<CounterGroup>>,
     /// The counters its group reads for the current recording.
-    ncounters: std::cell::Cell<usize>,
+    ncounters: Cell<usize>,
+    /// The steal (recording epoch, id) of the job this worker took last,
+    /// for the job's frame.
+    pub(super) arrived: Cell<Option<(u64, u64)>>,
+    /// The current recording's sampling.
+    sampling: Cell<CounterSampling>,
+    /// Labelled tasks the sampling has decided on (`Every`).
+    seen: Cell<u64>,
+    /// Reading time the tasks' own time has paid for so far, ns (`Auto`).
+    budget: Cell<i64>,
+    /// What reading a counted task's counters costs, ns (`Auto`; a moving
+    /// average of the measured cost).
+    read_cost: Cell<i64>,
 }
+
+/// First guess of what a counted task's reads cost (two `read(2)` calls in
+/// a VM), until measured.
+const FIRST_READ_COST_NS: i64 = 2_000;
 
 impl WorkerRec {
     pub(crate) fn new() -> WorkerRec {
         WorkerRec {
             frames: RefCell::new(Vec::new()),
-            epoch: std::cell::Cell::new(0),
+            epoch: Cell::new(0),
             group: RefCell::new(None),
-            ncounters: std::cell::Cell::new(0),
+            ncounters: Cell::new(0),
+            arrived: Cell::new(None),
+            sampling: Cell::new(CounterSampling::EveryTask),
+            seen: Cell::new(0),
+            budget: Cell::new(FIRST_READ_COST_NS),
+            read_cost: Cell::new(FIRST_READ_COST_NS),
         }
+    }
+
+    /// Whether a new frame labelled `label` reads the counters, under the
+    /// open `frames`: always inside a counted frame (so that its parent's
+    /// own counts can subtract it exactly); never inside a labelled task
+    /// left out of the sample (the sample takes whole tasks, nested regions
+    /// with them); otherwise, for a labelled task, as the sampling picks
+    /// (a wait frame starts afresh: the jobs run during it are tasks of
+    /// their own).
+    fn wants_counts(&self, frames: &[Frame], label: Label) -> bool {
+        if frames.last().is_some_and(|f| f.counted) {
+            return true;
+        }
+        if label == Label::Unlabelled {
+            return false;
+        }
+        for f in frames.iter().rev() {
+            if !f.task {
+                break;
+            }
+            if matches!(f.label, Label::Named(_)) {
+                return false;
+            }
+        }
+        self.pick()
+    }
+
+    /// Whether a labelled task outside every counted frame is counted, per
+    /// the sampling.
+    fn pick(&self) -> bool {
+        match self.sampling.get() {
+            CounterSampling::EveryTask => true,
+            CounterSampling::Every(k) => {
+                let n = self.seen.get();
+                self.seen.set(n.wrapping_add(1));
+                n % u64::from(k.max(1)) == 0
+            }
+            CounterSampling::Auto(_) => self.budget.get() >= self.read_cost.get(),
+        }
+    }
+
+    /// `Auto` book-keeping when a labelled task closes: its own time pays
+    /// into the budget, and a counted task's reads (`cost`, measured) are
+    /// taken out of it. The budget never holds more than two reads, so a
+    /// long task does not make a burst of counted short ones.
+    fn account(&self, own_ns: u64, counted: bool, cost: u64) {
+        let CounterSampling::Auto(percent) = self.sampling.get() else {
+            return;
+        };
+        let mut budget = self.budget.get();
+        budget = budget.saturating_add((own_ns as i64).saturating_mul(i64::from(percent)) / 100);
+        if counted {
+            let cost = cost.min(i64::MAX as u64) as i64;
+            // Weight 1/4: a slow read (preemption) does not stop the
+            // sampling for long.
+            let avg = self.read_cost.get();
+            self.read_cost.set(avg + (cost - avg) / 4);
+            budget = budget.saturating_sub(cost);
+        }
+        self.budget.set(budget.min(2 * self.read_cost.get()));
     }
 }
 
 impl WorkerThread {
-    /// Brings this worker up to the current recording (counters opened).
-    fn rec_sync(&self, rec: &PoolRecorder) {
+    /// Brings this worker up to the current recording (counters opened,
+    /// sampling reset, thread CPU clock noted).
+    pub(super) fn rec_sync(&self, rec: &PoolRecorder) {
         let epoch = rec.epoch.load(Ordering::Acquire);
         let me = self.rec_state();
         if me.epoch.get() == epoch {
@@ -54,11 +143,15 @@ impl WorkerThread {
         me.epoch.set(epoch);
         let stale = std::mem::take(&mut *me.frames.borrow_mut()).len();
         self.rec_slot().open.fetch_sub(stale, Ordering::SeqCst);
-        let wanted = rec
-            .counters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        me.arrived.set(None);
+        me.seen.set(0);
+        me.budget.set(me.read_cost.get());
+        self.rec_slot().note_cpu_start(epoch);
+        let (wanted, sampling) = {
+            let s = rec.counters.lock().unwrap_or_else(|e| e.into_inner());
+            (s.0.clone(), s.1)
+        };
+        me.sampling.set(sampling);
         let mut group = me.group.borrow_mut();
         let same = group
             .as_ref()
@@ -111,22 +204,39 @@ impl WorkerThread {
         }
         let enter = now_ns();
         self.rec_sync(rec);
-        let mut counts = [0; MAX_COUNTERS];
-        let counted = matches!(label, Label::Named(_)) && self.read_counts(&mut counts);
-        let mut frames = self.rec_state().frames.borrow_mut();
-        // A labelled region works on its job's declared data (a job run
-        // during a wait has its own).
-        let data_node = match label {
-            Label::Named(_) => frames.last().and_then(|f| f.data_node),
-            Label::Unlabelled => None,
+        let me = self.rec_state();
+        let (wanted, data) = {
+            let frames = me.frames.borrow();
+            let parent = frames.last();
+            // A labelled region works on its job's declared data (a job run
+            // during a wait has its own).
+            let data = match label {
+                Label::Named(_) => parent.map_or((None, 0), |f| (f.data_node, f.data_bytes)),
+                Label::Unlabelled => (None, 0),
+            };
+            (me.wants_counts(&frames, label), data)
         };
-        frames.push(Frame {
+        let mut counts = [0; MAX_COUNTERS];
+        let counted = wanted && self.read_counts(&mut counts);
+        let stolen = if task && label == Label::Unlabelled {
+            me.arrived
+                .take()
+                .filter(|&(e, _)| e == me.epoch.get())
+                .map(|(_, id)| id)
+        } else {
+            None
+        };
+        let epoch = me.epoch.get();
+        me.frames.borrow_mut().push(Frame {
             label,
             task,
-            epoch: self.rec_state().epoch.get(),
-            data_node,
+            epoch,
+            data_node: data.0,
+            data_bytes: data.1,
+            stolen,
+            pushed: None,
             enter,
-            start: now_ns(),
+            start: if counted { now_ns() } else { enter },
             child_ns: 0,
             counted,
             counts,
@@ -163,8 +273,13 @@ impl WorkerThread {
         let dur = end.saturating_sub(f.start);
         // The frame with the cost of recording it (reading the clock and
         // the counters at both ends): that cost is the runtime's overhead,
-        // not the task's or its parent's work.
-        let full = now_ns().saturating_sub(f.enter);
+        // not the task's or its parent's work. Without counters, the clock
+        // read at the end is the whole of it.
+        let full = if f.counted {
+            now_ns().saturating_sub(f.enter)
+        } else {
+            end.saturating_sub(f.enter)
+        };
         let cost = full.saturating_sub(dur);
         let n = if counted { me.ncounters.get() } else { 0 };
         let mut inclusive = [0u64; MAX_COUNTERS];
@@ -182,6 +297,9 @@ impl WorkerThread {
             return;
         }
         let own = dur.saturating_sub(f.child_ns);
+        if matches!(f.label, Label::Named(_)) {
+            me.account(own, f.counted, cost);
+        }
         let rec = self.registry().recorder();
         let start_ns = rec.start_ns.load(Ordering::Relaxed);
         let record = TaskRecord {
@@ -189,12 +307,15 @@ impl WorkerThread {
             worker: self.index(),
             node: self.node_index(),
             data_node: f.data_node,
+            data_bytes: f.data_bytes,
             start_ns: f.start.saturating_sub(start_ns),
             end_ns: end.saturating_sub(start_ns),
             own_ns: own,
             counters: (0..n)
                 .map(|i| inclusive[i].saturating_sub(f.child_counts[i]))
                 .collect(),
+            stolen: f.stolen,
+            pushed: f.pushed,
         };
         self.rec_write_in(Some(f.epoch), |d| {
             d.times.work_ns += own;
@@ -203,18 +324,25 @@ impl WorkerThread {
         });
     }
 
-    /// Notes the declared data's node on the newest frame.
-    pub(crate) fn rec_data_node(&self, node: NodeId) {
-        if let Some(f) = self.rec_state().frames.borrow_mut().last_mut() {
-            f.data_node.get_or_insert(node);
-        }
-    }
-
-    /// Adds to this worker's overhead and idle times.
-    pub(crate) fn rec_wait(&self, overhead_ns: u64, idle_ns: u64) {
+    /// Notes a wait for work from `start` to `end` (absolute, from
+    /// [`now_ns`]; `start` not before the recording's start), of which
+    /// `overhead` was spent looking for work.
+    pub(crate) fn rec_wait(&self, start: u64, end: u64, overhead: u64) {
+        let rec = self.registry().recorder();
+        self.rec_sync(rec);
+        let origin = rec.start_ns.load(Ordering::Relaxed);
+        let total = end.saturating_sub(start);
+        let overhead = overhead.min(total);
+        let wait = WaitRecord {
+            worker: self.index(),
+            start_ns: start.saturating_sub(origin),
+            end_ns: end.saturating_sub(origin),
+            overhead_ns: overhead,
+        };
         self.rec_write(|d| {
-            d.times.overhead_ns += overhead_ns;
-            d.times.idle_ns += idle_ns;
+            d.times.overhead_ns += overhead;
+            d.times.idle_ns += total - overhead;
+            d.waits.push(wait);
         });
     }
 
@@ -230,7 +358,7 @@ impl WorkerThread {
         self.registry().recorder().start_ns.load(Ordering::Relaxed)
     }
 
-    fn rec_write(&self, f: impl FnOnce(&mut SlotData)) {
+    pub(super) fn rec_write(&self, f: impl FnOnce(&mut SlotData)) {
         self.rec_write_in(None, f)
     }
 

@@ -39,6 +39,30 @@
 //!
 //! When no pool records, the cost on the hot path is one relaxed load of a
 //! global counter and a predictable branch per job.
+//!
+//! ## What else is recorded
+//! Besides tasks, each worker notes its waits for work (start, end, and
+//! how much of the wait it spent looking: [`WaitRecord`]), the jobs it
+//! stole ([`StealRecord`], with the level [`PoolStats`](crate::PoolStats)
+//! counts them under), the placed tasks it sent ([`PushRecord`]) and, when
+//! a placed task starts, how many placed tasks its node's queues hold
+//! ([`QueueSample`]). Steals and pushes carry an id that the task they
+//! brought repeats ([`TaskRecord::stolen`], [`TaskRecord::pushed`]), so a
+//! trace can draw an arrow from one to the other. Pushes from threads
+//! outside the pool go to a shared, locked buffer (see [`PoolRecorder`]).
+//!
+//! ## Counters, sampled
+//! A counter read is a system call (one `read(2)` per perf group, ~1 µs in
+//! a VM). A labelled task's counters are read at both its ends only when it
+//! is *counted*: per [`CounterSampling`], every task, every k-th task of
+//! each worker, or (the default) as many as a budget allows: reading
+//! costs at most [`CounterSampling::Auto`]'s share of the tasks' own time.
+//! The sample takes whole tasks: a labelled region inside a labelled task
+//! is counted exactly when that task is, and any frame inside a counted
+//! frame is counted, so that a parent's own counts can subtract its
+//! children's exactly. (Deciding region by region would alias: with
+//! every k-th region, an outer and an inner region alternating, only inner
+//! ones would be picked.)
 
 use std::cell::{RefCell, UnsafeCell};
 use std::fmt;
@@ -47,6 +71,9 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 mod counters;
+mod cpu;
+pub(crate) mod env;
+mod events;
 mod frames;
 mod session;
 #[cfg(test)]
@@ -54,10 +81,11 @@ mod tests;
 
 pub use self::counters::{Counter, Unavailable};
 use self::counters::{CounterGroup, MAX_COUNTERS};
+pub use self::events::{PushRecord, QueueSample, StealLevel, StealRecord, WaitRecord};
 pub use self::frames::label;
 pub(crate) use self::frames::WorkerRec;
 use self::session::SlotData;
-pub(crate) use self::session::{record, start, stop, Owner, PoolRecorder, Slot};
+pub(crate) use self::session::{record, start, stop, Owner, PoolMeta, PoolRecorder, Slot};
 use crate::numa::NodeId;
 use crate::sched::policy::Policy;
 use crate::sched::worker::WorkerThread;
@@ -122,6 +150,9 @@ pub struct TaskRecord {
     /// The node of the task's declared data, for placed tasks that declared
     /// some (the first region's node).
     pub data_node: Option<NodeId>,
+    /// Bytes of data the placed task declared (0: none). A labelled region
+    /// inside a placed task repeats its task's node and bytes.
+    pub data_bytes: u64,
     /// Start, in nanoseconds from the start of the recording.
     pub start_ns: u64,
     /// End, in nanoseconds from the start of the recording.
@@ -130,9 +161,15 @@ pub struct TaskRecord {
     /// labelled regions, waits for stolen work).
     pub own_ns: u64,
     /// Counter deltas of its own time, in the order of
-    /// [`Recording::counters`]; empty for unlabelled jobs, whose counters
-    /// are not read (each read is a system call).
+    /// [`Recording::counters`]; empty when they were not read: unlabelled
+    /// jobs (outside a counted task), and labelled tasks that the
+    /// [`CounterSampling`] left out.
     pub counters: Vec<u64>,
+    /// For a job a thief took: the [`StealRecord::id`] of that steal.
+    pub stolen: Option<u64>,
+    /// For a placed task sent while the pool recorded: the
+    /// [`PushRecord::id`] of that push.
+    pub pushed: Option<u64>,
 }
 
 /// Where one worker's time went during a recording, in nanoseconds.
@@ -140,10 +177,30 @@ pub struct TaskRecord {
 pub struct WorkerTimes {
     /// In tasks (the sum of their own times).
     pub work_ns: u64,
-    /// Looking for work: its own queues and steal attempts.
+    /// Looking for work (its own queues and steal attempts) and recording
+    /// (reading clocks and counters at task boundaries).
     pub overhead_ns: u64,
     /// With nothing to do: spinning, yielding, parked.
     pub idle_ns: u64,
+    /// The CPU time the worker's thread used from its first frame or wait
+    /// of the recording to the stop (`CLOCK_THREAD_CPUTIME_ID`); `None`
+    /// when it did nothing in the recording or the clock could not be
+    /// read. Below its busy time (work + overhead), it was preempted.
+    pub cpu_ns: Option<u64>,
+}
+
+/// How a recording read its counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterMethod {
+    /// The sampling asked for.
+    pub sampling: CounterSampling,
+    /// How one read is made, in words (e.g. "one read(2) of the software
+    /// perf group"); empty when no counter counted.
+    pub read: String,
+    /// Labelled tasks recorded.
+    pub labelled: u64,
+    /// Of those, tasks whose counters were read (the sample).
+    pub counted: u64,
 }
 
 /// What [`ThreadPool::record`](crate::ThreadPool::record) and
@@ -156,30 +213,90 @@ pub struct Recording {
     pub policy: Policy,
     /// The pool's nodes, by node index.
     pub nodes: Vec<NodeId>,
+    /// Each worker's node index.
+    pub worker_nodes: Vec<usize>,
+    /// Each worker's CPU, when the workers are pinned.
+    pub worker_cpus: Vec<Option<u32>>,
     /// Wall-clock length of the recording.
     pub wall_ns: u64,
     /// Every task recorded, worker by worker.
     pub tasks: Vec<TaskRecord>,
     /// Each worker's split of the recording's time.
     pub workers: Vec<WorkerTimes>,
+    /// Every wait for work, worker by worker.
+    pub waits: Vec<WaitRecord>,
+    /// Jobs taken from another worker or a node's queue, by time.
+    pub steals: Vec<StealRecord>,
+    /// Placed tasks sent to a node's queue or a worker's inbox, by time.
+    pub pushes: Vec<PushRecord>,
+    /// Placed tasks queued on a node, sampled at pushes and at placed
+    /// tasks' starts, by time.
+    pub queued: Vec<QueueSample>,
     /// The counters that counted, in the order of [`TaskRecord::counters`].
     pub counters: Vec<Counter>,
     /// The counters asked for that could not be opened, and why.
     pub unavailable: Vec<Unavailable>,
+    /// How the counters were read.
+    pub counter_method: CounterMethod,
 }
 
-/// Which counters a recording reads at task boundaries.
+/// Which labelled tasks' counters a recording reads (each read is a system
+/// call at both ends of a task, ~2 µs per task in a VM).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CounterSampling {
+    /// Every labelled task.
+    EveryTask,
+    /// Every k-th labelled task of each worker (k ≥ 1; 0 counts as 1;
+    /// labelled regions inside a task go with it).
+    Every(u32),
+    /// As many tasks as keep the reads' cost at most this percentage of
+    /// the tasks' own time (the default: 5): each worker measures what a
+    /// counted task's reads cost and counts the next task once the own time
+    /// of the tasks since its last counted one pays for it. Long tasks are
+    /// all counted, short ones sampled. Whether a task is counted is
+    /// decided before it runs, so its own length does not bias the sample.
+    Auto(u32),
+}
+
+impl Default for CounterSampling {
+    fn default() -> Self {
+        CounterSampling::Auto(5)
+    }
+}
+
+impl fmt::Display for CounterSampling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CounterSampling::EveryTask => f.write_str("every labelled task"),
+            CounterSampling::Every(k) => {
+                write!(f, "one labelled task in {} of each worker", k.max(&1))
+            }
+            CounterSampling::Auto(percent) => write!(
+                f,
+                "a sample of labelled tasks sized so that reading costs at most {percent} % of \
+                 their own time"
+            ),
+        }
+    }
+}
+
+/// Which counters a recording reads at task boundaries, and on which tasks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordOptions {
     /// The counters to open on each worker (default: [`Counter::ALL`];
     /// empty for timestamps only, the cheapest recording).
     pub counters: Vec<Counter>,
+    /// Which labelled tasks' counters are read (default:
+    /// [`CounterSampling::Auto`]).
+    pub sampling: CounterSampling,
 }
 
 impl Default for RecordOptions {
     fn default() -> Self {
         RecordOptions {
             counters: Counter::ALL.to_vec(),
+            sampling: CounterSampling::default(),
         }
     }
 }
@@ -189,7 +306,20 @@ impl RecordOptions {
     pub fn timestamps_only() -> Self {
         RecordOptions {
             counters: Vec::new(),
+            sampling: CounterSampling::default(),
         }
+    }
+
+    /// These options with counters read on the tasks `sampling` picks.
+    ///
+    /// ```
+    /// use terroir::report::{CounterSampling, RecordOptions};
+    /// let every = RecordOptions::default().sampling(CounterSampling::EveryTask);
+    /// assert_eq!(every.sampling, CounterSampling::EveryTask);
+    /// ```
+    pub fn sampling(mut self, sampling: CounterSampling) -> Self {
+        self.sampling = sampling;
+        self
     }
 }
 
@@ -223,7 +353,8 @@ impl fmt::Display for RecordError {
             }
             RecordError::RecordInProgress => {
                 "the pool's recording belongs to a record call in progress, which stops it when \
-                 its closure returns"
+                 its closure returns (or, for the global pool, to TERROIR_REPORT's recording, \
+                 stopped at exit)"
             }
         })
     }

@@ -1,7 +1,12 @@
 //! Starting and stopping a pool's recording (see "Starting and stopping"
 //! in the module docs of `record`).
 
+use super::cpu::CpuStart;
 use super::*;
+
+/// What a [`Recording`] says of its pool: policy, nodes (by index), each
+/// worker's node index and CPU (when pinned).
+pub(crate) type PoolMeta = (Policy, Vec<NodeId>, Vec<usize>, Vec<Option<u32>>);
 
 /// Who owns a pool's recording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -10,6 +15,8 @@ pub(crate) enum Owner {
     Closure,
     /// `start_recording`, stopped by `stop_recording`.
     Explicit,
+    /// `TERROIR_REPORT`'s recording of the global pool, stopped at exit.
+    Env,
 }
 
 /// The recording a pool runs now (see "Starting and stopping" in the
@@ -19,6 +26,8 @@ pub(super) struct Session {
     pub(super) start: u64,
     pub(super) counters: Vec<Counter>,
     pub(super) unavailable: Vec<Unavailable>,
+    pub(super) sampling: CounterSampling,
+    pub(super) read: String,
 }
 
 /// Per-worker recording slot, shared with the stopper (see the module docs
@@ -31,6 +40,9 @@ pub(crate) struct Slot {
     /// Frames the worker has open (a job, a labelled region): the stopper
     /// lets them close before it stops.
     pub(super) open: AtomicUsize,
+    /// The worker's thread CPU clock, noted at its first frame or wait of
+    /// a recording.
+    cpu: CpuStart,
     pub(super) data: UnsafeCell<SlotData>,
 }
 
@@ -38,6 +50,10 @@ pub(crate) struct Slot {
 pub(super) struct SlotData {
     pub(super) tasks: Vec<TaskRecord>,
     pub(super) times: WorkerTimes,
+    pub(super) waits: Vec<WaitRecord>,
+    pub(super) steals: Vec<StealRecord>,
+    pub(super) pushes: Vec<PushRecord>,
+    pub(super) queued: Vec<QueueSample>,
 }
 
 // SAFETY: `data` is only touched under the `writing`/`recording` protocol
@@ -50,8 +66,14 @@ impl Slot {
             writing: AtomicBool::new(false),
             wait_since: AtomicU64::new(NOT_WAITING),
             open: AtomicUsize::new(0),
+            cpu: CpuStart::new(),
             data: UnsafeCell::new(SlotData::default()),
         }
+    }
+
+    /// On the worker's thread: notes its CPU clock for recording `epoch`.
+    pub(super) fn note_cpu_start(&self, epoch: u64) {
+        self.cpu.note(epoch);
     }
 }
 
@@ -61,7 +83,14 @@ pub(crate) struct PoolRecorder {
     /// Bumped at each start, so workers notice a new recording.
     pub(super) epoch: AtomicU64,
     pub(super) start_ns: AtomicU64,
-    pub(super) counters: std::sync::Mutex<Vec<Counter>>,
+    /// The counters the workers open, and which tasks they read them on.
+    pub(super) counters: std::sync::Mutex<(Vec<Counter>, CounterSampling)>,
+    /// Ids of steals and pushes, from 1 in each recording.
+    pub(super) next_id: AtomicU64,
+    /// Pushes from threads outside the pool, and their queue samples:
+    /// written under the lock while `recording` is set (checked under the
+    /// lock), drained by the stop under the lock once it is cleared.
+    outside: std::sync::Mutex<SlotData>,
     /// The recording in progress, if any: starts and stops run under this
     /// lock (see the module docs).
     pub(super) session: std::sync::Mutex<Option<Session>>,
@@ -73,8 +102,19 @@ impl PoolRecorder {
             recording: AtomicBool::new(false),
             epoch: AtomicU64::new(0),
             start_ns: AtomicU64::new(0),
-            counters: std::sync::Mutex::new(Vec::new()),
+            counters: std::sync::Mutex::new((Vec::new(), CounterSampling::EveryTask)),
+            next_id: AtomicU64::new(1),
+            outside: std::sync::Mutex::new(SlotData::default()),
             session: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Writes into the buffer of threads outside the pool, if the pool
+    /// records.
+    pub(super) fn write_outside(&self, f: impl FnOnce(&mut SlotData)) {
+        let mut outside = self.outside.lock().unwrap_or_else(|e| e.into_inner());
+        if self.recording.load(Ordering::SeqCst) {
+            f(&mut outside);
         }
     }
 
@@ -128,11 +168,8 @@ pub(crate) fn start(
     wanted.sort();
     wanted.dedup();
     wanted.truncate(MAX_COUNTERS);
-    let (counters, unavailable) = {
-        let (probe, unavailable) = CounterGroup::open(&wanted);
-        (probe.counters().to_vec(), unavailable)
-    };
-    *rec.counters.lock().unwrap_or_else(|e| e.into_inner()) = counters.clone();
+    let (counters, unavailable, read) = probe(&wanted);
+    *rec.counters.lock().unwrap_or_else(|e| e.into_inner()) = (counters.clone(), options.sampling);
     for s in slots {
         // SAFETY: not recording: the session is empty and we hold its lock,
         // so the last stop (which emptied it under that lock) has waited
@@ -140,6 +177,8 @@ pub(crate) fn start(
         // set, which happens below, after this reset (SeqCst).
         unsafe { *s.data.get() = SlotData::default() };
     }
+    *rec.outside.lock().unwrap_or_else(|e| e.into_inner()) = SlotData::default();
+    rec.next_id.store(1, Ordering::SeqCst);
     let start = now_ns();
     rec.start_ns.store(start, Ordering::SeqCst);
     rec.epoch.fetch_add(1, Ordering::SeqCst);
@@ -150,12 +189,35 @@ pub(crate) fn start(
         start,
         counters,
         unavailable,
+        sampling: options.sampling,
+        read,
     });
     Ok(())
 }
 
+/// Which of `wanted` (sorted, deduplicated) open on this machine, the
+/// others with the reason, and how a read is made: a probe group is opened
+/// once per set of counters and process, since what opens does not change
+/// while a process runs (same kernel, same permissions) and opening costs
+/// about a millisecond in a VM, at every start.
+fn probe(wanted: &[Counter]) -> (Vec<Counter>, Vec<Unavailable>, String) {
+    type Probe = (Vec<Counter>, (Vec<Counter>, Vec<Unavailable>, String));
+    static PROBES: std::sync::Mutex<Vec<Probe>> = std::sync::Mutex::new(Vec::new());
+    let mut probes = PROBES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, found)) = probes.iter().find(|(w, _)| w == wanted) {
+        return found.clone();
+    }
+    let found = {
+        let (group, unavailable) = CounterGroup::open(wanted);
+        (group.counters().to_vec(), unavailable, group.read_method())
+    };
+    probes.push((wanted.to_vec(), found.clone()));
+    found
+}
+
 /// Stops the recording of `slots` that `owner` started, once its writers
-/// are done, and collects it. `meta` is the pool's policy and nodes.
+/// are done, and collects it. `meta` is the pool's policy, nodes, and
+/// its workers' nodes and CPUs.
 ///
 /// # Errors
 /// [`RecordError::NotRecording`] when the pool does not record;
@@ -164,7 +226,7 @@ pub(crate) fn start(
 pub(crate) fn stop(
     rec: &PoolRecorder,
     slots: &[&Slot],
-    meta: (Policy, Vec<NodeId>),
+    meta: PoolMeta,
     owner: Owner,
 ) -> Result<Recording, RecordError> {
     // Held until the buffers are collected: a start that follows this stop
@@ -198,7 +260,8 @@ pub(crate) fn stop(
     let stop = now_ns();
     ACTIVE.fetch_sub(1, Ordering::SeqCst);
     let start = session.start;
-    let mut tasks = Vec::new();
+    let epoch = rec.epoch.load(Ordering::SeqCst);
+    let mut all = SlotData::default();
     let mut workers = Vec::new();
     for s in slots {
         // A write is a few stores; the writer may have been preempted,
@@ -220,20 +283,76 @@ pub(crate) fn stop(
         // (or since the start, if it began before).
         let since = s.wait_since.load(Ordering::SeqCst);
         if since != NOT_WAITING {
-            d.times.idle_ns += stop.saturating_sub(since.max(start));
+            let from = since.max(start);
+            d.times.idle_ns += stop.saturating_sub(from);
+            d.waits.push(WaitRecord {
+                worker: workers.len(),
+                start_ns: from - start,
+                end_ns: stop - start,
+                overhead_ns: 0,
+            });
         }
-        tasks.append(&mut d.tasks);
+        d.times.cpu_ns = s.cpu.since_start(epoch);
+        all.tasks.append(&mut d.tasks);
+        all.waits.append(&mut d.waits);
+        all.steals.append(&mut d.steals);
+        all.pushes.append(&mut d.pushes);
+        all.queued.append(&mut d.queued);
         workers.push(d.times);
     }
+    {
+        // Outsiders write only while `recording` is set, checked under
+        // this lock: after it, none will.
+        let mut outside = rec.outside.lock().unwrap_or_else(|e| e.into_inner());
+        all.pushes.append(&mut outside.pushes);
+        all.queued.append(&mut outside.queued);
+    }
     drop(guard);
+    let SlotData {
+        mut tasks,
+        mut waits,
+        mut steals,
+        mut pushes,
+        mut queued,
+        ..
+    } = all;
     tasks.sort_by_key(|t| (t.worker, t.start_ns));
+    waits.sort_by_key(|w| (w.worker, w.start_ns));
+    steals.sort_by_key(|e| (e.time_ns, e.id));
+    pushes.sort_by_key(|e| (e.time_ns, e.id));
+    queued.sort_by_key(|e| (e.time_ns, e.node));
+    let labelled = tasks
+        .iter()
+        .filter(|t| matches!(t.label, Label::Named(_)))
+        .count() as u64;
+    let counted = tasks
+        .iter()
+        .filter(|t| matches!(t.label, Label::Named(_)) && !t.counters.is_empty())
+        .count() as u64;
+    let (policy, nodes, worker_nodes, worker_cpus) = meta;
     Ok(Recording {
         threads: slots.len(),
-        policy: meta.0,
-        nodes: meta.1,
+        policy,
+        nodes,
+        worker_nodes,
+        worker_cpus,
         wall_ns: stop - start,
         tasks,
         workers,
+        waits,
+        steals,
+        pushes,
+        queued,
+        counter_method: CounterMethod {
+            sampling: session.sampling,
+            read: if session.counters.is_empty() {
+                String::new()
+            } else {
+                session.read
+            },
+            labelled,
+            counted,
+        },
         counters: session.counters,
         unavailable: session.unavailable,
     })
@@ -248,7 +367,7 @@ pub(crate) fn stop(
 pub(crate) fn record<R>(
     rec: &PoolRecorder,
     slots: &[&Slot],
-    meta: (Policy, Vec<NodeId>),
+    meta: PoolMeta,
     options: &RecordOptions,
     op: impl FnOnce() -> R,
 ) -> Result<(R, Recording), RecordError> {

@@ -212,3 +212,195 @@ fn a_pool_dropped_while_recording_discards_it() {
     let (_, rec) = other.record_with(&RecordOptions::timestamps_only(), || leaves(2));
     assert_eq!(labelled(&rec, "leaf"), 2);
 }
+
+/// A pool of two workers on a described two-node topology (one CPU each,
+/// not pinned), under `policy`.
+fn two_nodes(policy: crate::Policy) -> crate::ThreadPool {
+    let topo = crate::numa::Topology::builder()
+        .nodes(2)
+        .l3_per_node(1)
+        .pus_per_l3(1)
+        .build()
+        .unwrap();
+    ThreadPoolBuilder::new()
+        .topology(topo)
+        .num_threads(2)
+        .policy(policy)
+        .build()
+        .unwrap()
+}
+
+fn spin(us: u64) {
+    let t = Instant::now();
+    while t.elapsed() < std::time::Duration::from_micros(us) {
+        std::hint::spin_loop();
+    }
+}
+
+#[test]
+fn waits_steals_and_cpu_time_add_up() {
+    let pool = pool(2);
+    let (_, rec) = pool.record_with(&RecordOptions::timestamps_only(), || {
+        crate::scope(|s| {
+            for _ in 0..64 {
+                s.spawn(|_| label("leaf", || spin(200)));
+            }
+        })
+    });
+    assert_eq!(labelled(&rec, "leaf"), 64);
+    for (w, times) in rec.workers.iter().enumerate() {
+        let waits: Vec<&WaitRecord> = rec.waits.iter().filter(|x| x.worker == w).collect();
+        // Each worker's idle time is the idle part of its waits, and its
+        // waits do not overlap and lie in the recording.
+        assert_eq!(
+            times.idle_ns,
+            waits.iter().map(|x| x.idle_ns()).sum::<u64>(),
+            "worker {w}"
+        );
+        assert!(times.overhead_ns >= waits.iter().map(|x| x.overhead_ns).sum::<u64>());
+        for pair in waits.windows(2) {
+            assert!(pair[0].end_ns <= pair[1].start_ns, "{pair:?}");
+        }
+        assert!(waits
+            .iter()
+            .all(|x| x.end_ns <= rec.wall_ns && x.start_ns <= x.end_ns));
+        // A worker that ran tasks has a CPU time, at most its wall time.
+        if rec.tasks.iter().any(|t| t.worker == w) {
+            let cpu = times.cpu_ns.expect("a worker with tasks has a CPU time");
+            assert!(cpu <= rec.wall_ns + 1_000_000, "{cpu} > {}", rec.wall_ns);
+        }
+    }
+    // Every job a thief took names its steal, taken by that worker.
+    let stolen: Vec<&TaskRecord> = rec.tasks.iter().filter(|t| t.stolen.is_some()).collect();
+    assert!(!stolen.is_empty(), "no job was stolen among 64 spawns");
+    for t in stolen {
+        let s = rec
+            .steals
+            .iter()
+            .find(|s| Some(s.id) == t.stolen)
+            .expect("the steal of a stolen job");
+        assert_eq!(s.thief, t.worker);
+        assert!(s.time_ns <= t.start_ns);
+        assert_eq!(t.label, Label::Unlabelled);
+    }
+    assert!(rec.steals.windows(2).all(|p| p[0].time_ns <= p[1].time_ns));
+}
+
+#[test]
+fn pushes_and_declared_data_are_recorded() {
+    let pool = two_nodes(crate::Policy::StrictLocality);
+    let node1 = crate::numa::NodeId::new(1);
+    let place = crate::Place::pushed([crate::Access::new(Some(node1), 1 << 20, false)]);
+    let (_, rec) = pool.record_with(&RecordOptions::timestamps_only(), || {
+        crate::scope(|s| {
+            for _ in 0..10 {
+                s.spawn_on_labeled(&place, "placed", |_| spin(50));
+            }
+        })
+    });
+    let placed: Vec<&TaskRecord> = rec
+        .tasks
+        .iter()
+        .filter(|t| t.label.as_str() == "placed")
+        .collect();
+    assert_eq!(placed.len(), 10);
+    for t in &placed {
+        // Strict: on node 1's worker, with the data's node and bytes (the
+        // labelled region repeats its job's).
+        assert_eq!(
+            (t.node, t.data_node, t.data_bytes),
+            (1, Some(node1), 1 << 20)
+        );
+    }
+    let jobs: Vec<&TaskRecord> = rec.tasks.iter().filter(|t| t.pushed.is_some()).collect();
+    assert_eq!(jobs.len(), 10, "each placed job names its push");
+    for t in jobs {
+        let p = rec
+            .pushes
+            .iter()
+            .find(|p| Some(p.id) == t.pushed)
+            .expect("the push of a placed job");
+        assert_eq!((p.to_node, p.strict), (1, true));
+        assert!(p.time_ns <= t.start_ns);
+        assert!(p.queued >= 1, "the pushed task itself is queued: {p:?}");
+    }
+    // The scope's body runs on worker 0 (node 0) or 1: pushes from node 0
+    // are remote, as PoolStats counts them.
+    let remote = rec
+        .pushes
+        .iter()
+        .filter(|p| p.is_remote(&rec.worker_nodes))
+        .count();
+    assert!(remote == 0 || remote == 10, "{remote}");
+    assert!(rec.queued.iter().any(|q| q.node == 1));
+    assert_eq!(rec.worker_nodes, vec![0, 1]);
+}
+
+#[test]
+fn counters_are_read_on_the_sampled_tasks_and_inside_them() {
+    let pool = pool(1);
+    let options = |sampling| RecordOptions {
+        counters: vec![Counter::TaskClock],
+        sampling,
+    };
+    let work = || {
+        for _ in 0..40 {
+            label("outer", || {
+                spin(20);
+                label("inner", || spin(20));
+            });
+        }
+    };
+    let (_, rec) = pool.record_with(&options(CounterSampling::Every(4)), work);
+    if rec.counters.is_empty() {
+        eprintln!("task-clock cannot be counted here: {:?}", rec.unavailable);
+        return;
+    }
+    let counted = |name: &str| {
+        rec.tasks
+            .iter()
+            .filter(|t| t.label.as_str() == name && !t.counters.is_empty())
+            .count()
+    };
+    // One outer task in four is picked; an inner task is counted exactly
+    // when its outer one is (so the outer's own count can subtract it),
+    // and never picked by the sampling itself (it is always inside one:
+    // deciding region by region would alias, picking only inner ones).
+    assert_eq!(counted("outer"), 10);
+    assert_eq!(counted("inner"), 10);
+    for t in rec.tasks.iter().filter(|t| t.label.as_str() == "outer") {
+        let inner = rec
+            .tasks
+            .iter()
+            .find(|i| {
+                i.label.as_str() == "inner" && i.start_ns >= t.start_ns && i.end_ns <= t.end_ns
+            })
+            .unwrap();
+        assert_eq!(t.counters.is_empty(), inner.counters.is_empty());
+        if let (Some(&own), Some(&inner_cpu)) = (t.counters.first(), inner.counters.first()) {
+            // Own CPU time: the outer's 20 µs, not the inner's too.
+            assert!(own < t.end_ns - t.start_ns, "{own} {t:?}");
+            assert!(inner_cpu > 0);
+        }
+    }
+    let m = &rec.counter_method;
+    assert_eq!((m.labelled, m.counted), (80, 20));
+    assert!(m.read.contains("read(2)"), "{}", m.read);
+    // Every task, and the budget: tasks of 1 ms pay for every read.
+    let (_, every) = pool.record_with(&options(CounterSampling::EveryTask), work);
+    assert_eq!(every.counter_method.counted, 80);
+    let (_, auto) = pool.record_with(&options(CounterSampling::Auto(5)), || {
+        for _ in 0..10 {
+            label("long", || spin(1000));
+        }
+    });
+    assert_eq!(auto.counter_method.counted, 10, "{:?}", auto.counter_method);
+    // Tasks of ~1 µs do not: a read costs more than 5 % of them.
+    let (_, short) = pool.record_with(&options(CounterSampling::Auto(5)), || {
+        for _ in 0..2000 {
+            label("short", || spin(1));
+        }
+    });
+    let m = &short.counter_method;
+    assert!(m.counted >= 1 && m.counted < m.labelled / 4, "{m:?}");
+}

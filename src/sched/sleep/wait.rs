@@ -57,8 +57,7 @@ impl WorkerThread {
             self.rec_waiting(None);
             if record::any_active() && self.registry.recorder().is_recording() {
                 // A recording began while we waited: idle since its start.
-                let idle = record::now_ns().saturating_sub(self.rec_start_ns());
-                self.rec_wait(0, idle);
+                self.rec_wait(self.rec_start_ns(), record::now_ns(), 0);
             }
             return job;
         }
@@ -68,9 +67,8 @@ impl WorkerThread {
         let job = self.wait_for_work_inner(latch, Some(&search));
         self.rec_waiting(None);
         if self.registry.recorder().is_recording() {
-            let total = record::now_ns().saturating_sub(start.max(self.rec_start_ns()));
-            let overhead = search.get().min(total);
-            self.rec_wait(overhead, total - overhead);
+            let from = start.max(self.rec_start_ns());
+            self.rec_wait(from, record::now_ns(), search.get());
         }
         job
     }
