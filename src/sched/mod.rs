@@ -6,6 +6,7 @@
 //! | protocol | file |
 //! |---|---|
 //! | `join` and its private continuations (README §1) | `join/mod.rs`, `join/private.rs` |
+//! | splitting a running loop for a thief (README §4) | `join/split.rs` |
 //! | where an idle worker looks (README §2) | `policy.rs`, `worker.rs` |
 //! | sleeping without losing a wake-up (README §3) | `sleep/mod.rs`, `sleep/wait.rs` |
 //! | hints left for later: the cost rule (README §3) | `hint.rs` |
@@ -36,7 +37,7 @@ mod worker;
 
 pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD};
 pub use join::join;
-pub(crate) use join::{join_context, join_context_in};
+pub(crate) use join::{join_context, join_context_in, join_to, To};
 pub(crate) use latch::{Latch, WorkerLatch};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
@@ -44,6 +45,7 @@ pub use record::{
     label, Counter, Label, RecordError, RecordOptions, Recording, TaskRecord, Unavailable,
     WorkerTimes,
 };
+pub(crate) use registry::global_registry;
 pub use route::Distribution;
 pub use scope::{in_place_scope, scope, Scope};
 pub use stats::{NodeStats, PoolStats};

@@ -7,8 +7,10 @@
 //! Rainey, PPoPP 2013). See `README.md` beside this file.
 
 mod private;
+mod split;
 
 pub(crate) use private::PrivateJob;
+pub(crate) use split::{join_to, To};
 
 use super::job::StackJob;
 use super::latch::WorkerLatch;
