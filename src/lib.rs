@@ -64,8 +64,10 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod ffi;
+pub mod iter;
 pub mod numa;
 pub mod pool;
+pub mod prelude;
 pub mod report;
 mod sched;
 
