@@ -45,7 +45,12 @@
 //!    and `reduce` sees neighbours in order.
 //!
 //! A join continuation older than the loop (the loop runs inside a `join`)
-//! is handed out first: it is the larger piece of work.
+//! is handed out first: it is the larger piece of work. A loop that has
+//! run for 50 µs keeps half of what is left published (once a half it
+//! published is taken, it publishes half of the rest), so that a worker
+//! descheduled by the operating system cannot hold the rest of a long loop
+//! back; a half nobody takes goes back to its owner without further
+//! splits.
 //!
 //! # Placed data
 //!

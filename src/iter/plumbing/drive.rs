@@ -14,6 +14,15 @@
 //!   placed share) and goes on with the first half; the two runs' results
 //!   are reduced left before right. Nobody asking means no split: a loop on
 //!   a busy pool costs a sequential loop plus the polls.
+//! - **Long loops** (run for [`WAKE_AFTER_US`] or more) also keep half of
+//!   what is left *published* on their own (when the pool has other
+//!   workers): once the half they published was taken by another worker,
+//!   they publish half of the rest, so a worker that the operating system
+//!   deschedules in the middle of a long run never holds more than half of
+//!   it back (measured on the shared test VM, where a half stuck behind a
+//!   descheduled worker cost whole milliseconds). A half nobody takes is
+//!   taken back by its owner and run without publishing again, so a long
+//!   loop on a busy pool makes one extra split, not one per batch.
 //! - **Placed**: a piece over placed data (a `NodeVec`, or zips of them)
 //!   is first cut at the node boundaries of its first placed source, and
 //!   each node's share is sent to that node ([`To::Place`]: a hint under
@@ -49,6 +58,10 @@ const WAKE_AFTER_US: u64 = 50;
 /// Split stress (a testing aid): split after every batch, whether asked
 /// or not.
 static STRESS: AtomicBool = AtomicBool::new(false);
+
+/// The flag of a half that is never taken: a run that took its own
+/// published half back runs without publishing again until asked.
+static NOT_TAKEN: AtomicBool = AtomicBool::new(false);
 
 /// Runs nested on a thread's stack (a run that waits for its published
 /// half may run other loops' halves meanwhile) beyond which split stress
@@ -126,6 +139,7 @@ where
             started: clock::now(),
             batch_ticks: BATCH_US * tick,
             wake_ticks: WAKE_AFTER_US * tick,
+            workers: wt.registry().num_threads(),
         };
         match options.schedule.unwrap_or_default() {
             Schedule::Static => run_static(wt, piece, &lp),
@@ -144,6 +158,8 @@ struct Loop<'c, C> {
     batch_ticks: u64,
     /// [`WAKE_AFTER_US`] in ticks.
     wake_ticks: u64,
+    /// Workers of the pool.
+    workers: usize,
 }
 
 /// How one run splits and counts.
@@ -212,6 +228,7 @@ fn adaptive<P, C>(
     mut folder: C::Folder,
     lp: &Loop<'_, C>,
     run: &Run<'_>,
+    published: Option<&AtomicBool>,
 ) -> C::Result
 where
     P: Piece,
@@ -243,6 +260,9 @@ where
         // Positions saturate past usize::MAX units (the longest ranges,
         // which are not indexed: only searches look at their positions).
         pos = pos.saturating_add(n);
+        if piece.units() == 0 {
+            break; // done: no need to time the batch
+        }
         let now = clock::now();
         batch = next_batch(batch, now.saturating_sub(t), lp.batch_ticks).clamp(smallest, max_len);
         t = now;
@@ -250,17 +270,47 @@ where
         if run.split && rest / 2 >= min_len && rest >= 2 {
             let long = now.saturating_sub(lp.started) >= lp.wake_ticks;
             let stress = STRESS.load(Ordering::Relaxed) && depth < STRESS_DEPTH;
-            if stress || (wt.split_wanted(long) && (!run.node_only || wt.node_has_idle_peer())) {
+            // A long loop keeps half of what is left published while other
+            // workers exist (its last published half was taken): a worker
+            // descheduled in the middle of a long run cannot hold the rest
+            // back. Placed shares keep theirs for their own node (asked).
+            let keep_published = long
+                && !run.node_only
+                && lp.workers > 1
+                && published.is_none_or(|taken| taken.load(Ordering::Relaxed));
+            if stress
+                || keep_published
+                || (wt.split_wanted(long) && (!run.node_only || wt.node_has_idle_peer()))
+            {
                 let mid = rest / 2;
                 let (mine, theirs) = piece.split_at(mid);
                 let their_pos = pos.saturating_add(mid);
+                let taken = AtomicBool::new(false);
+                let taken = &taken;
+                let owner = wt.index();
                 let (a, b) = join_to(
                     wt,
                     run.to,
-                    move || adaptive(wt, mine, pos, folder, lp, run),
+                    move || adaptive(wt, mine, pos, folder, lp, run, Some(taken)),
                     move || {
                         let wt = WorkerThread::current().expect("a loop's half runs on a worker");
-                        adaptive(wt, theirs, their_pos, lp.consumer.folder(), lp, run)
+                        // Taken back by its owner (nobody wanted it): it
+                        // runs without publishing until asked.
+                        let published = if wt.index() == owner {
+                            Some(&NOT_TAKEN)
+                        } else {
+                            taken.store(true, Ordering::Relaxed);
+                            None
+                        };
+                        adaptive(
+                            wt,
+                            theirs,
+                            their_pos,
+                            lp.consumer.folder(),
+                            lp,
+                            run,
+                            published,
+                        )
                     },
                 );
                 return lp.consumer.reduce(a, b);
@@ -337,7 +387,7 @@ where
 {
     let layout = layout_of(wt, &piece);
     if layout.is_empty() {
-        return adaptive(wt, piece, 0, lp.consumer.folder(), lp, &Run::PLAIN);
+        return adaptive(wt, piece, 0, lp.consumer.folder(), lp, &Run::PLAIN, None);
     }
     let len = piece.units();
     let mut shares = Vec::new();
@@ -411,7 +461,7 @@ where
             node_only: honours && share.place.is_some(),
             data: &share.data,
         };
-        return adaptive(wt, piece, share.start, lp.consumer.folder(), lp, &run);
+        return adaptive(wt, piece, share.start, lp.consumer.folder(), lp, &run, None);
     }
     let mid = shares.len() / 2;
     let (left, right) = piece.split_at(shares[mid].start - shares[0].start);
@@ -513,7 +563,7 @@ where
             node_only: false,
             data: &share.data,
         };
-        return adaptive(wt, piece, share.start, lp.consumer.folder(), lp, &run);
+        return adaptive(wt, piece, share.start, lp.consumer.folder(), lp, &run, None);
     }
     let mid = shares.len() / 2;
     let (left, right) = piece.split_at(shares[mid].start - shares[0].start);
