@@ -71,6 +71,11 @@ pub mod prelude;
 pub mod report;
 mod sched;
 
+/// rayon's module paths for the parallel iterators (`rayon::slice`,
+/// `rayon::range`, …), so that code naming them needs only the crate name
+/// changed; the items live in [`iter`].
+pub use iter::{collections, option, range, range_inclusive, slice, vec};
+
 pub use sched::{
     current_num_threads, current_thread_index, in_place_scope, join, label, scope, spawn, Access,
     DequeOrder, Distribution, NodeStats, ParsePolicyError, Place, PlaceError, Policy, PoolStats,

@@ -166,6 +166,11 @@ proptest! {
             prop_assert_eq!(got, v.iter().copied().enumerate().rev().skip(k).collect::<Vec<_>>(), "enumerate rev skip {}", name);
             let got: Vec<u64> = v.par_iter().copied().skip(k).take(len / 2).collect();
             prop_assert_eq!(got, v.iter().copied().skip(k).take(len / 2).collect::<Vec<_>>(), "skip take {}", name);
+            // As in rayon, a `map` before `skip` still runs on the skipped items.
+            let seen = AtomicUsize::new(0);
+            let got: Vec<u64> = v.par_iter().map(|&x| { seen.fetch_add(1, Ordering::Relaxed); x }).skip(k).collect();
+            prop_assert_eq!(got, v.iter().copied().skip(k).collect::<Vec<_>>(), "map skip {}", name);
+            prop_assert_eq!(seen.load(Ordering::Relaxed), len, "map skip runs the skipped items {}", name);
             let got: Vec<u64> = v.par_iter().copied().step_by(k).collect();
             prop_assert_eq!(got, v.iter().copied().step_by(k).collect::<Vec<_>>(), "step_by {}", name);
             let got: Vec<u64> = v.par_iter().copied().step_by(k).rev().collect();

@@ -39,6 +39,12 @@ impl<T: Send> Consumer<T> for VecList {
     fn options(&self) -> Options {
         Options::default()
     }
+    fn eager(&self) -> bool {
+        false
+    }
+    fn done(&self, _result: &Self::Result) -> bool {
+        false
+    }
 }
 
 impl<T> Folder<T> for Vec<T> {
@@ -145,6 +151,12 @@ impl<T: Send> Consumer<T> for CollectConsumer<T> {
     }
     fn options(&self) -> Options {
         Options::default()
+    }
+    fn eager(&self) -> bool {
+        false
+    }
+    fn done(&self, _result: &Self::Result) -> bool {
+        false
     }
 }
 
@@ -275,6 +287,12 @@ impl<T: Send> Consumer<(bool, T)> for SidesList {
     fn options(&self) -> Options {
         Options::default()
     }
+    fn eager(&self) -> bool {
+        false
+    }
+    fn done(&self, _result: &Self::Result) -> bool {
+        false
+    }
 }
 
 impl<T> Folder<(bool, T)> for Sides<T> {
@@ -312,6 +330,12 @@ impl<A: Send, B: Send> Consumer<(A, B)> for PairList {
     }
     fn options(&self) -> Options {
         Options::default()
+    }
+    fn eager(&self) -> bool {
+        false
+    }
+    fn done(&self, _result: &Self::Result) -> bool {
+        false
     }
 }
 

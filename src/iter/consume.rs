@@ -27,6 +27,8 @@ pub trait Try: sealed::Sealed {
     fn from_residual(residual: Self::Residual) -> Self;
     /// Success or failure.
     fn branch(self) -> ControlFlow<Self::Residual, Self::Output>;
+    /// Whether it is a failure.
+    fn failed(&self) -> bool;
 }
 
 impl<T> sealed::Sealed for Option<T> {}
@@ -44,6 +46,9 @@ impl<T> Try for Option<T> {
             Some(v) => ControlFlow::Continue(v),
             None => ControlFlow::Break(None),
         }
+    }
+    fn failed(&self) -> bool {
+        self.is_none()
     }
 }
 
@@ -66,6 +71,9 @@ impl<T, E> Try for Result<T, E> {
             Err(e) => ControlFlow::Break(Err(e)),
         }
     }
+    fn failed(&self) -> bool {
+        self.is_err()
+    }
 }
 
 impl<B, C> sealed::Sealed for ControlFlow<B, C> {}
@@ -87,6 +95,9 @@ impl<B, C> Try for ControlFlow<B, C> {
             ControlFlow::Break(b) => ControlFlow::Break(ControlFlow::Break(b)),
         }
     }
+    fn failed(&self) -> bool {
+        self.is_break()
+    }
 }
 
 /// A consumer whose folders are the whole story: `reduce`, `stop` and
@@ -98,6 +109,12 @@ macro_rules! plain_consumer {
         }
         fn options(&self) -> Options {
             Options::default()
+        }
+        fn eager(&self) -> bool {
+            false
+        }
+        fn done(&self, _result: &Self::Result) -> bool {
+            false
         }
     };
 }
@@ -375,6 +392,12 @@ where
     fn options(&self) -> Options {
         Options::default()
     }
+    fn eager(&self) -> bool {
+        true
+    }
+    fn done(&self, result: &Option<T>) -> bool {
+        result.is_some()
+    }
 }
 
 pub(crate) struct FindAnyFolder<'f, T, P> {
@@ -462,6 +485,12 @@ where
     fn options(&self) -> Options {
         Options::default()
     }
+    fn eager(&self) -> bool {
+        true
+    }
+    fn done(&self, result: &Option<T>) -> bool {
+        result.is_some()
+    }
 }
 
 pub(crate) struct FindFirstFolder<'f, T, P> {
@@ -535,6 +564,12 @@ where
     }
     fn options(&self) -> Options {
         Options::default()
+    }
+    fn eager(&self) -> bool {
+        true
+    }
+    fn done(&self, _result: &Option<T>) -> bool {
+        false
     }
 }
 
@@ -635,6 +670,12 @@ where
     }
     fn options(&self) -> Options {
         Options::default()
+    }
+    fn eager(&self) -> bool {
+        true
+    }
+    fn done(&self, result: &Option<R>) -> bool {
+        matches!(result, Some(r) if r.failed())
     }
 }
 

@@ -19,11 +19,22 @@ use super::ParallelIterator;
 /// assert_eq!(f.sum::<i32>(), 10);
 /// ```
 #[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Fold<I, ID, F> {
     base: I,
     identity: ID,
     fold_op: F,
+}
+
+impl<I, ID, F> std::fmt::Debug for Fold<I, ID, F>
+where
+    I: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fold")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<I, ID, F> Fold<I, ID, F> {
@@ -143,11 +154,22 @@ where
 /// assert_eq!(f.sum::<i32>(), 10);
 /// ```
 #[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct FoldWith<I, T, F> {
     base: I,
     item: T,
     fold_op: F,
+}
+
+impl<I, T, F> std::fmt::Debug for FoldWith<I, T, F>
+where
+    I: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FoldWith")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<I, T, F> FoldWith<I, T, F> {
@@ -193,12 +215,23 @@ where
 /// assert_eq!(total, Some(55));
 /// ```
 #[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TryFold<I, R, ID, F> {
     base: I,
     identity: ID,
     fold_op: F,
     marker: std::marker::PhantomData<fn() -> R>,
+}
+
+impl<I, R, ID, F> std::fmt::Debug for TryFold<I, R, ID, F>
+where
+    I: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TryFold")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<I, R, ID, F> TryFold<I, R, ID, F> {
@@ -246,11 +279,19 @@ where
 /// assert_eq!(r, Ok(6));
 /// ```
 #[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TryFoldWith<I, R: Try, F> {
     base: I,
     item: R::Output,
     fold_op: F,
+}
+
+impl<I: std::fmt::Debug, R: Try, F> std::fmt::Debug for TryFoldWith<I, R, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TryFoldWith")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<I, R: Try, F> TryFoldWith<I, R, F> {
@@ -389,6 +430,12 @@ where
     }
     fn options(&self) -> super::plumbing::Options {
         self.base.options()
+    }
+    fn eager(&self) -> bool {
+        self.base.eager()
+    }
+    fn done(&self, result: &Self::Result) -> bool {
+        self.base.done(result)
     }
 }
 
@@ -574,10 +621,21 @@ impl<I: ParallelIterator> ParallelIterator for SkipAny<I> {
 /// assert!(v.iter().all(|&x| x < 10));
 /// ```
 #[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TakeAnyWhile<I, P> {
     base: I,
     predicate: P,
+}
+
+impl<I, P> std::fmt::Debug for TakeAnyWhile<I, P>
+where
+    I: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TakeAnyWhile")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<I, P> TakeAnyWhile<I, P> {
@@ -682,10 +740,21 @@ where
 /// assert!(v.is_empty());
 /// ```
 #[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct SkipAnyWhile<I, P> {
     base: I,
     predicate: P,
+}
+
+impl<I, P> std::fmt::Debug for SkipAnyWhile<I, P>
+where
+    I: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkipAnyWhile")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<I, P> SkipAnyWhile<I, P> {

@@ -74,6 +74,9 @@ pub struct EnumeratePiece<P> {
 }
 
 impl<P: Piece> Piece for EnumeratePiece<P> {
+    fn pure(&self) -> bool {
+        self.base.pure()
+    }
     type Item = (usize, P::Item);
     type Seq<'s>
         = iter::Zip<Range<usize>, P::Seq<'s>>
@@ -165,6 +168,9 @@ pub struct ZipPiece<A, B> {
 }
 
 impl<A: Piece, B: Piece> Piece for ZipPiece<A, B> {
+    fn pure(&self) -> bool {
+        self.a.pure() && self.b.pure()
+    }
     type Item = (A::Item, B::Item);
     type Seq<'s>
         = iter::Zip<A::Seq<'s>, B::Seq<'s>>
@@ -286,6 +292,9 @@ pub struct RevPiece<P> {
 }
 
 impl<P: Piece> Piece for RevPiece<P> {
+    fn pure(&self) -> bool {
+        self.base.pure()
+    }
     type Item = P::Item;
     type Seq<'s>
         = P::RevSeq<'s>
@@ -324,7 +333,9 @@ impl<P: Piece> Piece for RevPiece<P> {
     }
 }
 
-/// [`IndexedParallelIterator::skip`]'s iterator.
+/// [`IndexedParallelIterator::skip`]'s iterator. The skipped items are
+/// produced (sequentially) and dropped, as in rayon, so that side effects
+/// of the adaptors before `skip` happen for them too.
 ///
 /// ```
 /// use terroir::prelude::*;
@@ -356,7 +367,19 @@ impl<I: IndexedParallelIterator> IndexedParallelIterator for Skip<I> {
     fn piece(&mut self) -> Self::Piece<'_> {
         let p = self.base.piece();
         let n = self.n.min(p.units());
-        p.split_at(n).1
+        let pure = p.pure();
+        let (mut skipped, rest) = p.split_at(n);
+        // As in rayon, the skipped items are still produced (sequentially,
+        // here), for their side effects: a `map` before `skip` sees them.
+        // Items that run no user code are just dropped (`Piece::pure`).
+        let k = skipped.units();
+        let batch = skipped.front(k);
+        if pure {
+            drop(batch);
+        } else {
+            batch.for_each(drop);
+        }
+        rest
     }
     fn len(&self) -> usize {
         self.base.len().saturating_sub(self.n)
@@ -471,6 +494,9 @@ fn scaled_layout<P: Piece>(base: &P, per: usize, bytes_per: usize, out: &mut Vec
 }
 
 impl<P: Piece> Piece for StepByPiece<P> {
+    fn pure(&self) -> bool {
+        self.base.pure()
+    }
     type Item = P::Item;
     type Seq<'s>
         = iter::StepBy<P::Seq<'s>>
@@ -595,6 +621,9 @@ impl<S: Iterator> Iterator for RevChunkSeq<S> {
 }
 
 impl<P: Piece> Piece for ChunksPiece<P> {
+    fn pure(&self) -> bool {
+        self.base.pure()
+    }
     type Item = Vec<P::Item>;
     type Seq<'s>
         = ChunkSeq<P::Seq<'s>>
@@ -733,6 +762,9 @@ pub struct HintPiece<P> {
 }
 
 impl<P: Piece> Piece for HintPiece<P> {
+    fn pure(&self) -> bool {
+        self.base.pure()
+    }
     type Item = P::Item;
     type Seq<'s>
         = P::Seq<'s>
@@ -772,10 +804,21 @@ impl<P: Piece> Piece for HintPiece<P> {
 /// assert_eq!(p.collect::<Vec<_>>(), [0, 4, 8]);
 /// ```
 #[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Positions<I, P> {
     base: I,
     predicate: P,
+}
+
+impl<I, P> std::fmt::Debug for Positions<I, P>
+where
+    I: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Positions")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<I, P> Positions<I, P> {

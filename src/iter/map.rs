@@ -13,13 +13,24 @@ macro_rules! adaptor {
     ($(#[$doc:meta])* $name:ident<$($p:ident),*> { $($field:ident: $ty:ty),* }) => {
         $(#[$doc])*
         #[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-        #[derive(Clone, Debug)]
+        #[derive(Clone)]
         pub struct $name<$($p),*> {
             $($field: $ty),*
         }
         impl<$($p),*> $name<$($p),*> {
             pub(crate) fn new($($field: $ty),*) -> Self {
                 $name { $($field),* }
+            }
+        }
+        /// Shows the base iterator (closures have no `Debug`).
+        impl<$($p),*> std::fmt::Debug for $name<$($p),*>
+        where
+            I: std::fmt::Debug,
+        {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("base", &self.base)
+                    .finish_non_exhaustive()
             }
         }
     };

@@ -106,6 +106,7 @@ mod fold;
 mod indexed;
 mod indexed_adaptors;
 mod map;
+mod multizip;
 mod par;
 mod placed;
 pub(crate) mod plumbing;
@@ -115,6 +116,10 @@ mod unindexed;
 pub mod collections;
 pub mod option;
 pub mod range;
+pub mod range_inclusive {
+    //! rayon's `range_inclusive` module: the iterator of `RangeInclusive`.
+    pub use super::range::InclusiveIter as Iter;
+}
 pub mod slice;
 pub mod string;
 pub mod vec;
@@ -125,6 +130,7 @@ pub use indexed_adaptors::{
     Chunks, Enumerate, MaxLen, MinLen, Positions, Rev, Skip, StepBy, Take, Zip, ZipEq,
 };
 pub use map::{Cloned, Copied, Inspect, Map, MapInit, MapWith, Update};
+pub use multizip::MultiZip;
 pub use par::ParallelIterator;
 pub use placed::{parallel_for, ForOptions};
 #[doc(hidden)]
@@ -132,7 +138,8 @@ pub use plumbing::set_split_stress;
 pub use plumbing::Schedule;
 #[allow(deprecated)]
 pub use sources::{
-    empty, once, repeat_n, repeatn, Empty, IterBridge, Once, ParallelBridge, RepeatN,
+    empty, once, repeat, repeat_n, repeatn, Empty, IterBridge, Once, ParallelBridge, Repeat,
+    RepeatN,
 };
 pub use unindexed::{
     Chain, Filter, FilterMap, FlatMap, FlatMapIter, Flatten, FlattenIter, Fold, FoldWith,

@@ -106,6 +106,9 @@ pub struct OptionPiece<T> {
 }
 
 impl<T: Send> Piece for OptionPiece<T> {
+    fn pure(&self) -> bool {
+        true
+    }
     type Item = T;
     type Seq<'s>
         = std::option::IntoIter<T>

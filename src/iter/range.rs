@@ -161,6 +161,9 @@ pub struct RangePiece<T> {
 }
 
 impl<T: Int> Piece for RangePiece<T> {
+    fn pure(&self) -> bool {
+        true
+    }
     type Item = T;
     type Seq<'s> = IntSeq<T>;
     type RevSeq<'s> = std::iter::Rev<IntSeq<T>>;
@@ -168,7 +171,17 @@ impl<T: Int> Piece for RangePiece<T> {
         fits(self.len).unwrap_or(usize::MAX)
     }
     fn split_at(self, mid: usize) -> (Self, Self) {
-        let mid = mid as u128;
+        // Longer than usize::MAX units (only u128 ranges and 2^64-value
+        // inclusive ranges, which are not indexed), `units()` saturates:
+        // `mid` is then taken as a fraction of usize::MAX, so that halving
+        // the reported units halves the range (a search for a value far
+        // into it reaches it after a few splits).
+        let full = usize::MAX as u128;
+        let mid = if self.len > full {
+            (self.len / full) * mid as u128 + (self.len % full) * mid as u128 / full
+        } else {
+            mid as u128
+        };
         (
             RangePiece {
                 start: self.start,

@@ -49,6 +49,9 @@ impl<T: Send> IndexedParallelIterator for Empty<T> {
 pub struct EmptyPiece<T>(std::marker::PhantomData<fn() -> T>);
 
 impl<T: Send> Piece for EmptyPiece<T> {
+    fn pure(&self) -> bool {
+        true
+    }
     type Item = T;
     type Seq<'s>
         = std::iter::Empty<T>
@@ -86,7 +89,59 @@ pub fn once<T: Send>(item: T) -> Once<T> {
 /// [`once`]'s iterator.
 pub type Once<T> = option::IntoIter<T>;
 
-/// A parallel iterator of `n` clones of `element`.
+/// Endless clones of `element` (rayon's `repeat`): bound it with its own
+/// [`take`](Repeat::take) or [`zip`](Repeat::zip), or stop it with a
+/// search (`find_any`, `take_any`, …).
+///
+/// ```
+/// use terroir::prelude::*;
+/// let v: Vec<(char, i32)> = terroir::iter::repeat('x').zip(0..3).collect();
+/// assert_eq!(v, [('x', 0), ('x', 1), ('x', 2)]);
+/// assert_eq!(terroir::iter::repeat(7).take_any(3).count(), 3);
+/// ```
+pub fn repeat<T: Clone + Send>(element: T) -> Repeat<T> {
+    Repeat { element }
+}
+
+/// [`repeat`]'s iterator.
+#[derive(Clone, Debug)]
+pub struct Repeat<T> {
+    element: T,
+}
+
+impl<T: Clone + Send> Repeat<T> {
+    /// The first `n` items: [`repeat_n`].
+    pub fn take(self, n: usize) -> RepeatN<T> {
+        repeat_n(self.element, n)
+    }
+
+    /// Pairs the items with those of `zip_op`, for its length.
+    pub fn zip<Z>(self, zip_op: Z) -> super::Zip<RepeatN<T>, Z::Iter>
+    where
+        Z: super::IntoParallelIterator<Iter: IndexedParallelIterator>,
+    {
+        let z = zip_op.into_par_iter();
+        let n = z.len();
+        self.take(n).zip(z)
+    }
+}
+
+impl<T: Clone + Send> ParallelIterator for Repeat<T> {
+    type Item = T;
+    fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
+        // As many items as positions (2^64 - 1): endless in practice.
+        super::plumbing::run(
+            RepeatPiece {
+                element: Some(self.element),
+                count: usize::MAX,
+            },
+            consumer,
+        )
+    }
+}
+
+/// A parallel iterator of `n` clones of `element` (the last item is
+/// `element` itself; with `n == 0` it is dropped at once).
 ///
 /// ```
 /// use terroir::prelude::*;
@@ -94,7 +149,10 @@ pub type Once<T> = option::IntoIter<T>;
 /// assert_eq!(v, [(0, 'x'), (1, 'x')]);
 /// ```
 pub fn repeat_n<T: Clone + Send>(element: T, n: usize) -> RepeatN<T> {
-    RepeatN { element, count: n }
+    RepeatN {
+        element: (n > 0).then_some(element),
+        count: n,
+    }
 }
 
 /// rayon's older name of [`repeat_n`].
@@ -106,7 +164,7 @@ pub fn repeatn<T: Clone + Send>(element: T, n: usize) -> RepeatN<T> {
 /// [`repeat_n`]'s iterator.
 #[derive(Clone, Debug)]
 pub struct RepeatN<T> {
-    element: T,
+    element: Option<T>,
     count: usize,
 }
 
@@ -127,8 +185,8 @@ impl<T: Clone + Send> IndexedParallelIterator for RepeatN<T> {
         Self: 'a;
     fn piece(&mut self) -> RepeatPiece<T> {
         RepeatPiece {
-            element: self.element.clone(),
-            count: self.count,
+            element: self.element.take(),
+            count: std::mem::take(&mut self.count),
         }
     }
     fn len(&self) -> usize {
@@ -136,44 +194,97 @@ impl<T: Clone + Send> IndexedParallelIterator for RepeatN<T> {
     }
 }
 
-/// [`RepeatN`]'s piece.
+/// [`RepeatN`]'s piece: `count` items, `element` (`None` when empty).
 pub struct RepeatPiece<T> {
-    element: T,
+    element: Option<T>,
     count: usize,
 }
 
 impl<T: Clone + Send> Piece for RepeatPiece<T> {
     type Item = T;
     type Seq<'s>
-        = std::iter::RepeatN<T>
+        = RepeatSeq<T>
     where
         Self: 's;
     type RevSeq<'s>
-        = std::iter::RepeatN<T>
+        = RepeatSeq<T>
     where
         Self: 's;
     fn units(&self) -> usize {
         self.count
     }
     fn split_at(self, mid: usize) -> (Self, Self) {
-        let right = RepeatPiece {
-            element: self.element.clone(),
-            count: self.count - mid,
+        let right = self.count - mid;
+        // The original goes where it is needed; a clone only when both
+        // halves have items.
+        let (left_elem, right_elem) = match (mid > 0, right > 0) {
+            (true, true) => (self.element.clone(), self.element),
+            (true, false) => (self.element, None),
+            (false, _) => (None, self.element),
         };
         (
             RepeatPiece {
-                element: self.element,
+                element: left_elem,
                 count: mid,
             },
-            right,
+            RepeatPiece {
+                element: right_elem,
+                count: right,
+            },
         )
     }
-    fn front(&mut self, n: usize) -> std::iter::RepeatN<T> {
+    fn front(&mut self, n: usize) -> RepeatSeq<T> {
         self.count -= n;
-        std::iter::repeat_n(self.element.clone(), n)
+        let element = if self.count == 0 {
+            self.element.take()
+        } else if n > 0 {
+            self.element.clone()
+        } else {
+            None
+        };
+        RepeatSeq { element, left: n }
     }
-    fn back_rev(&mut self, n: usize) -> std::iter::RepeatN<T> {
+    fn back_rev(&mut self, n: usize) -> RepeatSeq<T> {
         self.front(n)
+    }
+}
+
+/// A batch of [`RepeatN`]: `left` items, clones of `element` but the last.
+pub struct RepeatSeq<T> {
+    element: Option<T>,
+    left: usize,
+}
+
+impl<T: Clone> Iterator for RepeatSeq<T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        if self.left == 0 {
+            self.element.take()
+        } else {
+            self.element.clone()
+        }
+    }
+    fn nth(&mut self, n: usize) -> Option<T> {
+        if n >= self.left {
+            self.left = 0;
+            self.element = None;
+            return None;
+        }
+        self.left -= n;
+        self.next()
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<T: Clone> DoubleEndedIterator for RepeatSeq<T> {
+    fn next_back(&mut self) -> Option<T> {
+        self.next()
     }
 }
 

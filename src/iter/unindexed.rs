@@ -4,6 +4,8 @@
 //! They work on the consumer side: each batch's iterator gets the matching
 //! `std` adaptor. (`fold` and the `*_any` family are in `fold.rs`.)
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use super::indexed_adaptors::HintPiece;
 use super::plumbing::{
     forward_consumer, Consumer, Extent, Folder, Hints, Options, Piece, Schedule,
@@ -26,10 +28,18 @@ macro_rules! batch_adaptor {
     ) => {
         $(#[$doc])*
         #[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-        #[derive(Clone, Debug)]
+        #[derive(Clone)]
         pub struct $name<I, F> {
             base: I,
             op: F,
+        }
+
+        impl<I: std::fmt::Debug, F> std::fmt::Debug for $name<I, F> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("base", &self.base)
+                    .finish_non_exhaustive()
+            }
         }
 
         impl<I, F> $name<I, F> {
@@ -174,10 +184,21 @@ where
 /// assert_eq!(f.collect::<Vec<usize>>(), [1, 2, 2]);
 /// ```
 #[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct FlatMap<I, F> {
     base: I,
     map_op: F,
+}
+
+impl<I, F> std::fmt::Debug for FlatMap<I, F>
+where
+    I: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlatMap")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<I, F> FlatMap<I, F> {
@@ -249,12 +270,20 @@ where
                 base: self.base,
                 pos: start,
             });
-            self.acc = Some(match self.acc.take() {
+            let acc = match self.acc.take() {
                 None => inner,
                 Some(a) => self.base.reduce(a, inner),
-            });
+            };
+            let done = self.base.done(&acc);
+            self.acc = Some(acc);
+            if done {
+                break;
+            }
         }
         self
+    }
+    fn full(&self) -> bool {
+        self.acc.as_ref().is_some_and(|acc| self.base.done(acc))
     }
     fn complete(self) -> C::Result {
         match self.acc {
@@ -288,6 +317,12 @@ impl<T, C: Consumer<T>> Consumer<T> for At<'_, C> {
     }
     fn options(&self) -> Options {
         Options::default()
+    }
+    fn eager(&self) -> bool {
+        self.base.eager()
+    }
+    fn done(&self, result: &Self::Result) -> bool {
+        self.base.done(result)
     }
 }
 
@@ -368,6 +403,12 @@ impl<T, C: Consumer<T>> Consumer<T> for Shift<'_, C> {
     }
     fn options(&self) -> Options {
         self.base.options()
+    }
+    fn eager(&self) -> bool {
+        self.base.eager()
+    }
+    fn done(&self, result: &Self::Result) -> bool {
+        self.base.done(result)
     }
 }
 
@@ -463,6 +504,9 @@ pub struct ChainPiece<A, B> {
 }
 
 impl<A: Piece, B: Piece<Item = A::Item>> Piece for ChainPiece<A, B> {
+    fn pure(&self) -> bool {
+        self.a.pure() && self.b.pure()
+    }
     type Item = A::Item;
     type Seq<'s>
         = std::iter::Chain<A::Seq<'s>, B::Seq<'s>>
@@ -505,9 +549,9 @@ impl<A: Piece, B: Piece<Item = A::Item>> Piece for ChainPiece<A, B> {
     }
 }
 
-/// [`ParallelIterator::panic_fuse`]'s iterator. A panic already stops the
-/// loop's other pieces at their next batch in terroir, so this passes the
-/// items through.
+/// [`ParallelIterator::panic_fuse`]'s iterator: once a closure panics,
+/// the other pieces stop at their next item (the panic still reaches the
+/// caller when they have stopped).
 ///
 /// ```
 /// use terroir::prelude::*;
@@ -515,21 +559,46 @@ impl<A: Piece, B: Piece<Item = A::Item>> Piece for ChainPiece<A, B> {
 /// assert_eq!(p.sum::<i32>(), 6);
 /// ```
 #[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct PanicFuse<I> {
     base: I,
+    panicked: AtomicBool,
+}
+
+impl<I: Clone> Clone for PanicFuse<I> {
+    fn clone(&self) -> Self {
+        PanicFuse::new(self.base.clone())
+    }
 }
 
 impl<I> PanicFuse<I> {
     pub(crate) fn new(base: I) -> Self {
-        PanicFuse { base }
+        PanicFuse {
+            base,
+            panicked: AtomicBool::new(false),
+        }
+    }
+}
+
+/// Sets the flag if dropped while the thread panics.
+struct FuseGuard<'a>(&'a AtomicBool);
+
+impl Drop for FuseGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
     }
 }
 
 impl<I: ParallelIterator> ParallelIterator for PanicFuse<I> {
     type Item = I::Item;
     fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
-        self.base.drive(consumer)
+        let PanicFuse { base, panicked } = self;
+        base.drive(FuseConsumer {
+            base: consumer,
+            panicked: &panicked,
+        })
     }
     fn opt_len(&self) -> Option<usize> {
         self.base.opt_len()
@@ -538,14 +607,158 @@ impl<I: ParallelIterator> ParallelIterator for PanicFuse<I> {
 
 impl<I: IndexedParallelIterator> IndexedParallelIterator for PanicFuse<I> {
     type Piece<'a>
-        = I::Piece<'a>
+        = FusePiece<'a, I::Piece<'a>>
     where
         Self: 'a;
     fn piece(&mut self) -> Self::Piece<'_> {
-        self.base.piece()
+        FusePiece {
+            base: self.base.piece(),
+            panicked: &self.panicked,
+        }
     }
     fn len(&self) -> usize {
         self.base.len()
+    }
+}
+
+struct FuseConsumer<'f, C> {
+    base: C,
+    panicked: &'f AtomicBool,
+}
+
+impl<'f, T, C: Consumer<T>> Consumer<T> for FuseConsumer<'f, C> {
+    type Folder = FuseFolder<'f, C::Folder>;
+    type Result = C::Result;
+    fn folder(&self) -> Self::Folder {
+        FuseFolder {
+            base: self.base.folder(),
+            panicked: self.panicked,
+        }
+    }
+    fn reduce(&self, left: C::Result, right: C::Result) -> C::Result {
+        self.base.reduce(left, right)
+    }
+    fn stop(&self, start: usize, end: usize) -> bool {
+        self.panicked.load(Ordering::Relaxed) || self.base.stop(start, end)
+    }
+    fn options(&self) -> Options {
+        self.base.options()
+    }
+    fn eager(&self) -> bool {
+        self.base.eager()
+    }
+    fn done(&self, result: &Self::Result) -> bool {
+        self.base.done(result)
+    }
+}
+
+struct FuseFolder<'f, FO> {
+    base: FO,
+    panicked: &'f AtomicBool,
+}
+
+impl<T, FO: Folder<T>> Folder<T> for FuseFolder<'_, FO> {
+    type Result = FO::Result;
+    fn consume<I: Iterator<Item = T>>(self, start: usize, items: I) -> Self {
+        let panicked = self.panicked;
+        let guard = FuseGuard(panicked);
+        let base = self.base.consume(
+            start,
+            items.take_while(|_| !panicked.load(Ordering::Relaxed)),
+        );
+        drop(guard);
+        FuseFolder { base, panicked }
+    }
+    fn full(&self) -> bool {
+        self.panicked.load(Ordering::Relaxed) || self.base.full()
+    }
+    fn complete(self) -> FO::Result {
+        self.base.complete()
+    }
+}
+
+/// [`PanicFuse`]'s piece: no units left once a panic was seen.
+pub struct FusePiece<'a, P> {
+    base: P,
+    panicked: &'a AtomicBool,
+}
+
+/// A batch of a [`FusePiece`]: ends once a panic was seen, and records
+/// one that unwinds through it.
+pub struct FuseSeq<'a, S> {
+    items: S,
+    panicked: &'a AtomicBool,
+}
+
+impl<S: Iterator> Iterator for FuseSeq<'_, S> {
+    type Item = S::Item;
+    fn next(&mut self) -> Option<S::Item> {
+        if self.panicked.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.items.next()
+    }
+}
+
+impl<S> Drop for FuseSeq<'_, S> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.panicked.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<'a, P: Piece> Piece for FusePiece<'a, P> {
+    fn pure(&self) -> bool {
+        self.base.pure()
+    }
+    type Item = P::Item;
+    type Seq<'s>
+        = FuseSeq<'a, P::Seq<'s>>
+    where
+        Self: 's;
+    type RevSeq<'s>
+        = FuseSeq<'a, P::RevSeq<'s>>
+    where
+        Self: 's;
+    fn units(&self) -> usize {
+        if self.panicked.load(Ordering::Relaxed) {
+            0
+        } else {
+            self.base.units()
+        }
+    }
+    fn hints(&self) -> Hints {
+        self.base.hints()
+    }
+    fn layout(&self, out: &mut Vec<Extent>) {
+        self.base.layout(out)
+    }
+    fn split_at(self, mid: usize) -> (Self, Self) {
+        let mid = mid.min(self.base.units());
+        let (a, b) = self.base.split_at(mid);
+        (
+            FusePiece {
+                base: a,
+                panicked: self.panicked,
+            },
+            FusePiece {
+                base: b,
+                panicked: self.panicked,
+            },
+        )
+    }
+    fn front(&mut self, n: usize) -> Self::Seq<'_> {
+        FuseSeq {
+            items: self.base.front(n),
+            panicked: self.panicked,
+        }
+    }
+    fn back_rev(&mut self, n: usize) -> Self::RevSeq<'_> {
+        FuseSeq {
+            items: self.base.back_rev(n),
+            panicked: self.panicked,
+        }
     }
 }
 
@@ -627,5 +840,11 @@ impl<T, C: Consumer<T>> Consumer<T> for WithOptions<C> {
     }
     fn options(&self) -> Options {
         self.options.or(self.base.options())
+    }
+    fn eager(&self) -> bool {
+        self.base.eager()
+    }
+    fn done(&self, result: &Self::Result) -> bool {
+        self.base.done(result)
     }
 }

@@ -172,6 +172,9 @@ fn advance<T>(ptr: *mut T, n: usize) -> *mut T {
 }
 
 impl<'a, T: Send> Piece for VecPiece<'a, T> {
+    fn pure(&self) -> bool {
+        true
+    }
     type Item = T;
     type Seq<'s>
         = VecSeq<'a, T>

@@ -33,77 +33,12 @@
 //!   ([`To::Worker`]) and run without splitting (see
 //!   [`Schedule::Static`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use super::clock;
+use super::run::{adaptive, node_id, Loop, Run, BATCH_US, WAKE_AFTER_US};
 use super::{Consumer, Extent, Folder, Hints, Options, Piece, Schedule};
 use crate::numa::NodeId;
 use crate::sched::{global_registry, join_to, To, WorkerThread};
 use crate::Place;
-
-/// A batch aims at taking about this long (µs): the next batch is sized
-/// from the last one's rate.
-const BATCH_US: u64 = 10;
-
-/// A batch is at most this many times longer than the last one (which
-/// may have measured close to nothing).
-const MAX_GROWTH: usize = 4096;
-
-/// A loop that has run this long (µs) wakes sleeping workers to help (a
-/// wake-up costs a few microseconds of the waker's time and tens of
-/// microseconds before the woken worker runs: shorter loops would not
-/// gain).
-const WAKE_AFTER_US: u64 = 50;
-
-/// Split stress (a testing aid): split after every batch, whether asked
-/// or not.
-static STRESS: AtomicBool = AtomicBool::new(false);
-
-/// The flag of a half that is never taken: a run that took its own
-/// published half back runs without publishing again until asked.
-static NOT_TAKEN: AtomicBool = AtomicBool::new(false);
-
-/// Runs nested on a thread's stack (a run that waits for its published
-/// half may run other loops' halves meanwhile) beyond which split stress
-/// stops splitting, so that its deep trees of waits do not exhaust the
-/// stack.
-const STRESS_DEPTH: u32 = 16;
-
-thread_local! {
-    /// Runs of loops active on this thread's stack.
-    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
-/// Counts a run on this thread's stack while it lives.
-struct Nested;
-
-impl Nested {
-    fn enter() -> (Nested, u32) {
-        let d = DEPTH.with(|c| {
-            let d = c.get();
-            c.set(d + 1);
-            d
-        });
-        (Nested, d)
-    }
-}
-
-impl Drop for Nested {
-    fn drop(&mut self) {
-        DEPTH.with(|c| c.set(c.get() - 1));
-    }
-}
-
-/// Makes every loop split after every batch that leaves enough units (as
-/// if an idle worker always asked), or stops doing so. A testing aid: the
-/// results of a loop must not depend on where it was split, and this
-/// exercises the splits (and their hand-over to other workers) that a loop
-/// on an otherwise idle pool would rarely make. Affects every pool of the
-/// process.
-#[doc(hidden)]
-pub fn set_split_stress(on: bool) {
-    STRESS.store(on, Ordering::Relaxed);
-}
 
 /// Runs `op` on a worker: the calling thread's if it is one (of any pool),
 /// else on the global pool (blocking until it is done).
@@ -146,178 +81,6 @@ where
             _ => run_adaptive(wt, piece, &lp, options),
         }
     })
-}
-
-/// What every run of one loop shares.
-struct Loop<'c, C> {
-    consumer: &'c C,
-    hints: Hints,
-    /// When the loop started ([`clock`] ticks).
-    started: u64,
-    /// [`BATCH_US`] in ticks.
-    batch_ticks: u64,
-    /// [`WAKE_AFTER_US`] in ticks.
-    wake_ticks: u64,
-    /// Workers of the pool.
-    workers: usize,
-}
-
-/// How one run splits and counts.
-struct Run<'p> {
-    /// Where a split-off half goes.
-    to: To<'p>,
-    /// Whether to split at all (not in a static share).
-    split: bool,
-    /// Split only when a worker of this worker's node is idle (a placed
-    /// share under a policy that honours places).
-    node_only: bool,
-    /// The placed data of the run's units, counted batch by batch.
-    data: &'p [Extent],
-}
-
-impl Run<'_> {
-    const PLAIN: Run<'static> = Run {
-        to: To::Deque,
-        split: true,
-        node_only: false,
-        data: &[],
-    };
-}
-
-/// Adds the bytes of units `pos..pos + n` to `wt`'s statistics.
-fn count_data(wt: &WorkerThread, here: Option<NodeId>, data: &[Extent], pos: usize, n: usize) {
-    let (mut all, mut local) = (0u64, 0u64);
-    for e in data {
-        let (s, t) = (e.start.max(pos), e.end.min(pos.saturating_add(n)));
-        if s < t {
-            let b = ((t - s) as u64).saturating_mul(e.unit_bytes as u64);
-            all += b;
-            if Some(e.node) == here {
-                local += b;
-            }
-        }
-    }
-    if all > 0 {
-        wt.count_data(all, local);
-    }
-}
-
-/// The OS node number of `wt`'s node.
-fn node_id(wt: &WorkerThread) -> NodeId {
-    wt.registry().topology().nodes()[wt.node_index()].id()
-}
-
-/// The size of the next batch after one of `batch` units took `took`
-/// ticks: the units that take about `target` ticks at that rate, at most
-/// [`MAX_GROWTH`] times and at least half as many.
-fn next_batch(batch: usize, took: u64, target: u64) -> usize {
-    let grown = batch.saturating_mul(MAX_GROWTH);
-    if took.saturating_mul(MAX_GROWTH as u64) <= target {
-        return grown;
-    }
-    let at_rate = (batch as u128 * u128::from(target) / u128::from(took.max(1))) as usize;
-    at_rate.clamp((batch / 2).max(1), grown)
-}
-
-/// Runs `piece` (units from `pos`) on `wt`, batch by batch, into
-/// `folder`, splitting as `run` allows (see the module docs).
-fn adaptive<P, C>(
-    wt: &WorkerThread,
-    mut piece: P,
-    mut pos: usize,
-    mut folder: C::Folder,
-    lp: &Loop<'_, C>,
-    run: &Run<'_>,
-    published: Option<&AtomicBool>,
-) -> C::Result
-where
-    P: Piece,
-    C: Consumer<P::Item>,
-{
-    let Hints {
-        min_len, max_len, ..
-    } = lp.hints;
-    let smallest = min_len.min(max_len);
-    let (_nested, depth) = Nested::enter();
-    let here = (!run.data.is_empty()).then(|| node_id(wt));
-    let mut batch = smallest;
-    // The loop's own start for its first run; a clock read for the others.
-    let mut t = if pos == 0 && lp.started != 0 {
-        lp.started
-    } else {
-        clock::now()
-    };
-    loop {
-        let left = piece.units();
-        if left == 0 || folder.full() || lp.consumer.stop(pos, pos.saturating_add(left)) {
-            break;
-        }
-        let n = batch.min(left);
-        folder = folder.consume(pos, piece.front(n));
-        if !run.data.is_empty() {
-            count_data(wt, here, run.data, pos, n);
-        }
-        // Positions saturate past usize::MAX units (the longest ranges,
-        // which are not indexed: only searches look at their positions).
-        pos = pos.saturating_add(n);
-        if piece.units() == 0 {
-            break; // done: no need to time the batch
-        }
-        let now = clock::now();
-        batch = next_batch(batch, now.saturating_sub(t), lp.batch_ticks).clamp(smallest, max_len);
-        t = now;
-        let rest = piece.units();
-        if run.split && rest / 2 >= min_len && rest >= 2 {
-            let long = now.saturating_sub(lp.started) >= lp.wake_ticks;
-            let stress = STRESS.load(Ordering::Relaxed) && depth < STRESS_DEPTH;
-            // A long loop keeps half of what is left published while other
-            // workers exist (its last published half was taken): a worker
-            // descheduled in the middle of a long run cannot hold the rest
-            // back. Placed shares keep theirs for their own node (asked).
-            let keep_published = long
-                && !run.node_only
-                && lp.workers > 1
-                && published.is_none_or(|taken| taken.load(Ordering::Relaxed));
-            if stress
-                || keep_published
-                || (wt.split_wanted(long) && (!run.node_only || wt.node_has_idle_peer()))
-            {
-                let mid = rest / 2;
-                let (mine, theirs) = piece.split_at(mid);
-                let their_pos = pos.saturating_add(mid);
-                let taken = AtomicBool::new(false);
-                let taken = &taken;
-                let owner = wt.index();
-                let (a, b) = join_to(
-                    wt,
-                    run.to,
-                    move || adaptive(wt, mine, pos, folder, lp, run, Some(taken)),
-                    move || {
-                        let wt = WorkerThread::current().expect("a loop's half runs on a worker");
-                        // Taken back by its owner (nobody wanted it): it
-                        // runs without publishing until asked.
-                        let published = if wt.index() == owner {
-                            Some(&NOT_TAKEN)
-                        } else {
-                            taken.store(true, Ordering::Relaxed);
-                            None
-                        };
-                        adaptive(
-                            wt,
-                            theirs,
-                            their_pos,
-                            lp.consumer.folder(),
-                            lp,
-                            run,
-                            published,
-                        )
-                    },
-                );
-                return lp.consumer.reduce(a, b);
-            }
-        }
-    }
-    folder.complete()
 }
 
 /// One part of a placed or static loop: units from `start` (to the next
@@ -387,7 +150,7 @@ where
 {
     let layout = layout_of(wt, &piece);
     if layout.is_empty() {
-        return adaptive(wt, piece, 0, lp.consumer.folder(), lp, &Run::PLAIN, None);
+        return adaptive(wt, piece, 0, lp.consumer.folder(), lp, &Run::PLAIN, None, 0);
     }
     let len = piece.units();
     let mut shares = Vec::new();
@@ -461,7 +224,16 @@ where
             node_only: honours && share.place.is_some(),
             data: &share.data,
         };
-        return adaptive(wt, piece, share.start, lp.consumer.folder(), lp, &run, None);
+        return adaptive(
+            wt,
+            piece,
+            share.start,
+            lp.consumer.folder(),
+            lp,
+            &run,
+            None,
+            0,
+        );
     }
     let mid = shares.len() / 2;
     let (left, right) = piece.split_at(shares[mid].start - shares[0].start);
@@ -563,7 +335,16 @@ where
             node_only: false,
             data: &share.data,
         };
-        return adaptive(wt, piece, share.start, lp.consumer.folder(), lp, &run, None);
+        return adaptive(
+            wt,
+            piece,
+            share.start,
+            lp.consumer.folder(),
+            lp,
+            &run,
+            None,
+            0,
+        );
     }
     let mid = shares.len() / 2;
     let (left, right) = piece.split_at(shares[mid].start - shares[0].start);

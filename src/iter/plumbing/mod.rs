@@ -22,9 +22,10 @@
 
 mod clock;
 mod drive;
+mod run;
 
-pub use drive::set_split_stress;
 pub(crate) use drive::{in_worker, run};
+pub use run::set_split_stress;
 
 use crate::numa::NodeId;
 
@@ -61,6 +62,14 @@ pub trait Piece: Send + Sized {
     /// relative to the piece's first unit). Nothing for unplaced data.
     fn layout(&self, out: &mut Vec<Extent>) {
         let _ = out;
+    }
+    /// Whether producing the items runs no user code (ranges, slices,
+    /// owned vectors: a batch dropped unfinished is as good as one run to
+    /// its end). `skip` runs the units it skips only when this is false
+    /// (rayon runs them for the side effects of a `map` before `skip`),
+    /// so that skipping most of a huge range costs nothing.
+    fn pure(&self) -> bool {
+        false
     }
 }
 
@@ -206,6 +215,15 @@ pub trait Consumer<T>: Send + Sync + Sized {
     fn stop(&self, start: usize, end: usize) -> bool;
     /// The loop options set by adaptors.
     fn options(&self) -> Options;
+    /// Whether results are wanted as early as possible (searches): without
+    /// `with_min_len`/`with_max_len`, each batch then gets a folder of its
+    /// own, so that a `fold` in front of a search yields after every batch
+    /// (not once per run) and the search can stop the loop early.
+    fn eager(&self) -> bool;
+    /// Whether `result` (of the units so far, in order) cannot change
+    /// with more units after them: a search that found what it looks for.
+    /// A `flat_map` stops feeding inner loops after such a result.
+    fn done(&self, result: &Self::Result) -> bool;
 }
 
 /// Folds one run of units, batch by batch.
@@ -233,6 +251,12 @@ macro_rules! forward_consumer {
         }
         fn options(&self) -> $crate::iter::plumbing::Options {
             self.base.options()
+        }
+        fn eager(&self) -> bool {
+            self.base.eager()
+        }
+        fn done(&self, result: &Self::Result) -> bool {
+            self.base.done(result)
         }
     };
 }

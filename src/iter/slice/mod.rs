@@ -198,6 +198,9 @@ pub struct SlicePiece<'a, 'p, T> {
 }
 
 impl<'a, T: Sync> Piece for SlicePiece<'a, '_, T> {
+    fn pure(&self) -> bool {
+        true
+    }
     type Item = &'a T;
     type Seq<'s>
         = std::slice::Iter<'a, T>
@@ -255,6 +258,9 @@ pub struct SliceMutPiece<'a, 'p, T> {
 }
 
 impl<'a, T: Send> Piece for SliceMutPiece<'a, '_, T> {
+    fn pure(&self) -> bool {
+        true
+    }
     type Item = &'a mut T;
     type Seq<'s>
         = std::slice::IterMut<'a, T>
