@@ -390,3 +390,137 @@ fn zips_of_unequal_lengths_take_the_shortest() {
         });
     }
 }
+
+/// Counts a closure as running while it lives (also when it unwinds).
+struct Running<'a>(&'a AtomicIsize);
+
+impl<'a> Running<'a> {
+    fn enter(n: &'a AtomicIsize) -> Self {
+        n.fetch_add(1, Ordering::SeqCst);
+        Running(n)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_panic_reaches_the_caller_only_after_the_other_pieces_stop() {
+    within("a panic with other pieces in flight", || {
+        for pool in pools() {
+            // Split stress splits after the first element: element 1 is
+            // the first of the half the caller keeps, and it waits until
+            // a closure of the published half runs on another worker
+            // before it panics. The first closure that sees the panic
+            // thrown runs 50 ms longer: the caller must not see the panic before it
+            // ends (a `join` that rethrew without waiting for its other
+            // half would fail here).
+            let overlapped = AtomicUsize::new(0);
+            for _ in 0..5 {
+                let running = AtomicIsize::new(0);
+                let started = AtomicUsize::new(0);
+                let thrown = AtomicUsize::new(0);
+                let r = panic::catch_unwind(AssertUnwindSafe(|| {
+                    pool.install(|| {
+                        (0..200u32).into_par_iter().for_each(|i| {
+                            let _r = Running::enter(&running);
+                            started.fetch_add(1, Ordering::SeqCst);
+                            if i == 1 {
+                                let t = std::time::Instant::now();
+                                while running.load(Ordering::SeqCst) < 2
+                                    && t.elapsed() < Duration::from_secs(1)
+                                {
+                                    thread::yield_now();
+                                }
+                                if running.load(Ordering::SeqCst) >= 2 {
+                                    overlapped.fetch_add(1, Ordering::SeqCst);
+                                }
+                                thrown.store(1, Ordering::SeqCst);
+                                panic!("expected: boom at {i}");
+                            }
+                            thread::sleep(Duration::from_millis(2));
+                            if thrown
+                                .compare_exchange(1, 2, Ordering::SeqCst, Ordering::SeqCst)
+                                .is_ok()
+                            {
+                                thread::sleep(Duration::from_millis(50));
+                            }
+                        })
+                    })
+                }));
+                let p = r.expect_err("the panic propagates");
+                assert_eq!(message(&*p), "expected: boom at 1");
+                assert_eq!(
+                    running.load(Ordering::SeqCst),
+                    0,
+                    "a closure of the loop still runs when the panic reaches the caller"
+                );
+                let n = started.load(Ordering::SeqCst);
+                thread::sleep(Duration::from_millis(20));
+                assert_eq!(
+                    started.load(Ordering::SeqCst),
+                    n,
+                    "a closure of the loop started after the panic reached the caller"
+                );
+            }
+            assert!(
+                overlapped.load(Ordering::SeqCst) > 0,
+                "no panic was thrown while another piece ran: the test tested nothing"
+            );
+            // And the pool still works.
+            assert_eq!(
+                pool.install(|| (0..1000u64).into_par_iter().sum::<u64>()),
+                499_500
+            );
+        }
+    });
+}
+
+#[test]
+fn loops_run_on_the_pool_of_install_or_else_the_global_pool() {
+    within("loops on their pools", || {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(2)
+            .thread_name(|i| format!("iter-install-{i}"))
+            .build()
+            .unwrap();
+        let name = || thread::current().name().unwrap_or("").to_owned();
+        let inside: Vec<String> = pool.install(|| {
+            (0..5000u32)
+                .into_par_iter()
+                .with_max_len(16)
+                .map(|_| name())
+                .collect()
+        });
+        assert!(
+            inside.iter().all(|n| n.starts_with("iter-install-")),
+            "{inside:?}"
+        );
+        // A loop in a job spawned on the pool (not `install`) also stays there.
+        let (tx, rx) = mpsc::channel();
+        pool.spawn(move || {
+            let names: Vec<String> = (0..1000u32).into_par_iter().map(|_| name()).collect();
+            tx.send(names).unwrap();
+        });
+        let spawned = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert!(
+            spawned.iter().all(|n| n.starts_with("iter-install-")),
+            "{spawned:?}"
+        );
+        // Outside every pool: the global pool's workers run it.
+        let outside: Vec<(String, Option<usize>)> = (0..5000u32)
+            .into_par_iter()
+            .with_max_len(16)
+            .map(|_| (name(), terroir::current_thread_index()))
+            .collect();
+        assert!(
+            outside
+                .iter()
+                .all(|(n, i)| !n.starts_with("iter-install-") && i.is_some()),
+            "{outside:?}"
+        );
+    });
+}
