@@ -6,14 +6,17 @@
 //! - `fib_32`: `fib(32)` with a `join` on every call (leaves at `n < 2`),
 //!   about 3.5 M joins of almost no work each: this measures the cost of a
 //!   join and little else.
-//! - `tree_sum_1023`: the sum of a pointer-based binary tree of 1,023 boxed
-//!   nodes (depth 10), a `join` per inner node. One iteration takes a few
-//!   microseconds, so the cost of `install` (handing the job to a pool
-//!   worker, waking it, waiting for the result) weighs as much as the joins.
-//! - `tree_sum_16777215`: the same on 2^24 - 1 nodes (~540 MB of boxed
-//!   nodes, built once before benchmarking): join overhead plus pointer
-//!   chasing through memory far larger than the caches. This is the tree of
-//!   chili's benchmark, closer to what users do than an implicit array.
+//! - `tree_sum_<nodes>_<layout>`: the sum of a pointer-based binary tree
+//!   of 1,023, 1,048,575 and 16,777,215 boxed nodes (depths 10, 20, 24), a
+//!   `join` per node, each allocated parent first and children first (see
+//!   `workloads/tree.rs`: the layout decides the large trees' times more
+//!   than any scheduler). At 1,023 nodes an iteration takes microseconds,
+//!   so the cost of `install` (handing the job to a pool worker, waking
+//!   it, waiting for the result) weighs as much as the joins; at 2^24
+//!   (~540 MB of nodes, built once per layout) it is join overhead plus
+//!   pointer chasing through memory far larger than the caches. This is
+//!   the tree of chili's benchmark, closer to what users do than an
+//!   implicit array.
 //!
 //! - `spawn_tree_18`: a scope in which every task spawns two tasks, down to
 //!   2^18 leaves (524,287 spawns): the cost of a heap-allocated task frame
@@ -49,6 +52,7 @@
 //! ```text
 //! CARGO_TARGET_DIR=/tmp/target-bench cargo bench --bench overhead
 //! CARGO_TARGET_DIR=/tmp/target-bench cargo bench --bench overhead -- fib_32   # one group
+//! CARGO_TARGET_DIR=/tmp/target-bench cargo bench --bench overhead -- tree_sum_1048575   # both layouts
 //! ```
 //!
 //! Sample sizes and measurement times are set per group so that the whole
@@ -62,8 +66,8 @@ use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use terroir::Policy;
 
 const FIB_N: u64 = 32;
-const SMALL_TREE_DEPTH: u32 = 10; // 1,023 nodes
-const LARGE_TREE_DEPTH: u32 = 24; // 16,777,215 nodes
+/// Tree depths: 1,023, 1,048,575 and 16,777,215 nodes.
+const TREE_DEPTHS: [u32; 3] = [10, 20, 24];
 const THREADS: usize = 2;
 
 #[path = "workloads/mod.rs"]
@@ -72,6 +76,7 @@ mod workloads;
 // The sequential, terroir and rayon `join`s, shared with the suite's
 // recursive workloads, and fib itself.
 use workloads::fib::{fib, Joiner, Rayon, Seq as Sequential, Terroir};
+use workloads::tree::{build_tree, nodes, tree_sum, Layout, Node};
 
 /// `fib(n)` with chili's `join` on every call with `n >= 2`.
 fn fib_chili(n: u64, s: &mut chili::Scope<'_>) -> u64 {
@@ -80,49 +85,6 @@ fn fib_chili(n: u64, s: &mut chili::Scope<'_>) -> u64 {
     }
     let (a, b) = s.join(|s| fib_chili(n - 1, s), |s| fib_chili(n - 2, s));
     a + b
-}
-
-/// A boxed binary-tree node.
-struct Node {
-    value: u64,
-    left: Option<Box<Node>>,
-    right: Option<Box<Node>>,
-}
-
-/// A complete tree of `depth` levels (`2^depth - 1` nodes) whose values are
-/// `0, 1, 2, ...` in preorder, so the sum is `n (n - 1) / 2`.
-///
-/// Nodes are allocated in preorder too (a node before its children), so a
-/// left-first walk visits ascending addresses. The layout decides the big
-/// tree's numbers more than any scheduler: allocated children first
-/// (postorder), the same tree took every runner that walks left first
-/// 2.5-3x longer, and a right-first walk got the prefetcher's help
-/// instead. Every runner here walks left first.
-fn build_tree(depth: u32) -> Box<Node> {
-    fn build(depth: u32, next: &mut u64) -> Box<Node> {
-        let mut node = Box::new(Node {
-            value: *next,
-            left: None,
-            right: None,
-        });
-        *next += 1;
-        if depth > 1 {
-            node.left = Some(build(depth - 1, next));
-            node.right = Some(build(depth - 1, next));
-        }
-        node
-    }
-    assert!(depth >= 1);
-    build(depth, &mut 0)
-}
-
-/// The sum of the values of the tree, with a join on every node.
-fn tree_sum<J: Joiner>(node: &Node) -> u64 {
-    let (l, r) = J::join(
-        || node.left.as_deref().map_or(0, tree_sum::<J>),
-        || node.right.as_deref().map_or(0, tree_sum::<J>),
-    );
-    node.value + l + r
 }
 
 /// [`tree_sum`] with chili's `join`. chili runs its *second* closure first
@@ -255,36 +217,40 @@ fn overhead(c: &mut Criterion) {
         Fib(FIB_N),
     );
 
-    // Microseconds per iteration: criterion's defaults, shorter times.
-    let small = build_tree(SMALL_TREE_DEPTH);
-    bench_workload(
-        c,
-        &format!("tree_sum_{}", (1u64 << SMALL_TREE_DEPTH) - 1),
-        &pools,
-        |g| {
-            g.sample_size(100)
-                .warm_up_time(Duration::from_secs(1))
-                .measurement_time(Duration::from_secs(3));
-        },
-        TreeSum(&small),
-    );
-    drop(small);
-
-    // Tens to hundreds of ms per iteration: few samples, flat sampling.
-    let large = build_tree(LARGE_TREE_DEPTH);
-    bench_workload(
-        c,
-        &format!("tree_sum_{}", (1u64 << LARGE_TREE_DEPTH) - 1),
-        &pools,
-        |g| {
-            g.sample_size(15)
-                .warm_up_time(Duration::from_secs(2))
-                .measurement_time(Duration::from_secs(10))
-                .sampling_mode(SamplingMode::Flat);
-        },
-        TreeSum(&large),
-    );
-    drop(large);
+    // Each depth in both layouts (see `workloads/tree.rs`): microseconds
+    // per iteration at 2^10 (criterion's defaults, shorter times), tens to
+    // hundreds of ms at 2^24 (few samples, flat sampling; ~540 MB of
+    // nodes, one layout at a time).
+    for depth in TREE_DEPTHS {
+        for layout in Layout::ALL {
+            let tree = build_tree(depth, layout);
+            bench_workload(
+                c,
+                &format!("tree_sum_{}_{}", nodes(depth), layout.name()),
+                &pools,
+                |g| match depth {
+                    0..=12 => {
+                        g.sample_size(100)
+                            .warm_up_time(Duration::from_secs(1))
+                            .measurement_time(Duration::from_secs(3));
+                    }
+                    13..=20 => {
+                        g.sample_size(30)
+                            .warm_up_time(Duration::from_secs(1))
+                            .measurement_time(Duration::from_secs(4))
+                            .sampling_mode(SamplingMode::Flat);
+                    }
+                    _ => {
+                        g.sample_size(15)
+                            .warm_up_time(Duration::from_secs(2))
+                            .measurement_time(Duration::from_secs(10))
+                            .sampling_mode(SamplingMode::Flat);
+                    }
+                },
+                TreeSum(&tree),
+            );
+        }
+    }
 }
 
 const SPAWN_DEPTH: u32 = 18;

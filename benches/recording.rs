@@ -39,11 +39,9 @@ fn fib(n: u64, leaf: u64) -> u64 {
     a + b
 }
 
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x ^ (x >> 31)
-}
+#[path = "workloads/mix.rs"]
+mod mix;
+use mix::mix;
 
 fn health(villages: &mut [Vec<u64>]) -> u64 {
     for step in 0..4u64 {

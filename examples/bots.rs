@@ -27,7 +27,7 @@
 //! same size.
 //!
 //! - `--policy`: `flat`, `hierarchical`, `locality`, `strict-locality` or
-//!   `all` (default: the pool default, `TERROIR_POLICY` or hierarchical).
+//!   `all` (default: the pool default, `TERROIR_POLICY` or locality).
 //! - `--size`: `small`, `default`, `large`, or the workload's own size
 //!   parameter as a number (see each workload's module in
 //!   `benches/workloads/`).
@@ -36,7 +36,8 @@
 //!   (breadth-first).
 //! - `--report DIR`: also run the workload on a one-worker pool and on the
 //!   pool while recording, print the work-time-inflation report, and write
-//!   `report.json`, `report.csv`, `trace.json` and `report.svg` into `DIR`
+//!   `report.csv`, `report.svg` (and, with the `report` feature,
+//!   `report.json` and `trace.json`) into `DIR`
 //!   (one subdirectory per workload, policy and deque order, the baseline
 //!   a one-worker pool with the same policy and order).
 

@@ -1,10 +1,12 @@
 //! Work-time inflation, measured: runs a workload on a one-worker pool (the
 //! sequential-equivalent baseline) and on the parallel pool, prints the
-//! [`InflationReport`] and writes `report.json`, `report.csv`, `trace.json`
-//! (open it in <https://ui.perfetto.dev>) and `report.svg` into `--out`.
+//! [`InflationReport`] and writes `report.csv`, `report.svg` and, with the
+//! `report` feature, `report.json` and `trace.json` (open it in
+//! <https://ui.perfetto.dev>) into `--out`. Counters need the
+//! `counters` feature (without it the report names each as unavailable).
 //!
 //! ```text
-//! cargo run --release --example inflation -- fib [--threads N] [--out DIR]
+//! cargo run --release --features report,counters --example inflation -- fib [--threads N] [--out DIR]
 //! cargo run --release --example inflation -- health
 //! cargo run --release --example inflation -- inflating
 //! ```
@@ -56,12 +58,9 @@ fn fib(n: u64) -> u64 {
     a + b
 }
 
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
+#[path = "../benches/workloads/mix.rs"]
+mod mix;
+use mix::mix;
 
 /// 85 villages of 4,096 patients, 10 steps; returns a checksum.
 fn health(nodes: &[terroir::numa::NodeId]) -> u64 {

@@ -4,11 +4,11 @@
 //!
 //! It prints:
 //!
-//! 1. the detected topology ([`Topology::detect`]): NUMA nodes, L3 cache
-//!    groups, processing units and the node distance matrix. If detection
-//!    fails the tour prints the error and exits with code 1, unless
-//!    `--single-node` was given: then it goes on with every allowed CPU in
-//!    one node ([`Topology::single_node`]);
+//! 1. the topology a default pool schedules on (`ThreadPoolBuilder::new()`):
+//!    NUMA nodes, L3 cache groups, processing units and the node distance
+//!    matrix, and where they come from (`numa::TopologySource`): this machine's
+//!    sysfs, or, on a machine without NUMA information, every allowed CPU
+//!    as one node, with the reason;
 //! 2. the CPUs this process may run on ([`allowed_cpus`]);
 //! 3. whether binding works: a thread binds itself to each allowed CPU in
 //!    turn ([`bind_current_thread`]) and checks that
@@ -16,7 +16,8 @@
 //! 4. for each pool, its thread count and whether its workers are pinned;
 //! 5. a table: `fib(N)` with a join on every call (leaves at `n < 2`) and
 //!    the sum of a pointer-based binary tree of `2^D - 1` boxed nodes with a
-//!    join on every node, each run sequentially, under every
+//!    join on every node (allocated parent first, see
+//!    `benches/workloads/tree.rs`), each run sequentially, under every
 //!    [`Policy`] of [`Policy::ALL`] and under rayon, best of 5 runs, in one
 //!    process. Each line gives the time, the speed relative to sequential
 //!    (`sequential time / this time`) and relative to rayon (`rayon time /
@@ -28,38 +29,34 @@
 //! ```text
 //! cargo run --release --example tour
 //! cargo run --release --example tour -- --fib 30 --tree-depth 22 --threads 2
-//! cargo run --release --example tour -- --single-node   # machines without NUMA info
 //! ```
 //!
 //! Options: `--fib N` (default 32), `--tree-depth D` (default 20, i.e.
 //! 1,048,575 nodes; at most 28), `--threads N` (default: terroir's and
 //! rayon's own defaults, one worker per allowed CPU unless
-//! `TERROIR_NUM_THREADS` / `RAYON_NUM_THREADS` say otherwise),
-//! `--single-node` (see 1). The terroir pools are pinned exactly when
-//! binding works.
+//! `TERROIR_NUM_THREADS` / `RAYON_NUM_THREADS` say otherwise). The
+//! terroir pools are pinned exactly when binding works.
 
 use std::fmt::Display;
 use std::process::exit;
 use std::time::{Duration, Instant};
 
-use terroir::numa::{allowed_cpus, bind_current_thread, current_cpu_and_node, CpuSet, Topology};
+use terroir::numa::{allowed_cpus, bind_current_thread, current_cpu_and_node, CpuSet};
 use terroir::{Policy, ThreadPoolBuilder};
 
 const RUNS: usize = 5;
 
 const USAGE: &str = "\
-usage: tour [--fib N] [--tree-depth D] [--threads N] [--single-node]
+usage: tour [--fib N] [--tree-depth D] [--threads N]
 
   --fib N          fib(N) with a join per call (default 32, at most 93)
   --tree-depth D   binary tree of 2^D - 1 boxed nodes (default 20, 1..=28)
-  --threads N      worker threads for terroir and rayon (default: their own)
-  --single-node    if topology detection fails, use all allowed CPUs as one node";
+  --threads N      worker threads for terroir and rayon (default: their own)";
 
 struct Args {
     fib: u64,
     tree_depth: u32,
     threads: Option<usize>,
-    single_node: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -79,7 +76,6 @@ fn parse_args() -> Result<Args, String> {
         fib: 32,
         tree_depth: 20,
         threads: None,
-        single_node: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -96,7 +92,6 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => {
                 args.threads = Some(value(&arg, &mut it, |&n| n >= 1, "a positive integer")?)
             }
-            "--single-node" => args.single_node = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 exit(0);
@@ -107,98 +102,13 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// The `join` a workload uses: sequential, terroir's or rayon's.
-trait Joiner {
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send;
-}
+// The workloads of the benchmarks, shared: fib and the tree, with the
+// sequential, terroir and rayon `join`s.
+#[path = "../benches/workloads/mod.rs"]
+mod workloads;
 
-struct Sequential;
-impl Joiner for Sequential {
-    #[inline(always)]
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        (a(), b())
-    }
-}
-
-struct Terroir;
-impl Joiner for Terroir {
-    #[inline(always)]
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        terroir::join(a, b)
-    }
-}
-
-struct Rayon;
-impl Joiner for Rayon {
-    #[inline(always)]
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        rayon::join(a, b)
-    }
-}
-
-/// `fib(n)` with a join on every call with `n >= 2`.
-fn fib<J: Joiner>(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = J::join(|| fib::<J>(n - 1), || fib::<J>(n - 2));
-    a + b
-}
-
-/// A boxed binary-tree node.
-struct Node {
-    value: u64,
-    left: Option<Box<Node>>,
-    right: Option<Box<Node>>,
-}
-
-/// A complete tree of `depth` levels (`2^depth - 1` nodes) whose values are
-/// `0, 1, 2, ...` in preorder.
-fn build_tree(depth: u32) -> Box<Node> {
-    fn build(depth: u32, next: &mut u64) -> Box<Node> {
-        let value = *next;
-        *next += 1;
-        let (left, right) = if depth > 1 {
-            (Some(build(depth - 1, next)), Some(build(depth - 1, next)))
-        } else {
-            (None, None)
-        };
-        Box::new(Node { value, left, right })
-    }
-    build(depth, &mut 0)
-}
-
-/// The sum of the values of the tree, with a join on every node.
-fn tree_sum<J: Joiner>(node: &Node) -> u64 {
-    let (l, r) = J::join(
-        || node.left.as_deref().map_or(0, tree_sum::<J>),
-        || node.right.as_deref().map_or(0, tree_sum::<J>),
-    );
-    node.value + l + r
-}
+use workloads::fib::{fib, Rayon, Seq as Sequential, Terroir};
+use workloads::tree::{build_tree, tree_sum, Layout, Node};
 
 /// Binds a fresh thread to each allowed CPU in turn and checks with
 /// `getcpu` that it runs there. Returns the number of CPUs checked.
@@ -266,20 +176,17 @@ fn main() {
         exit(2);
     });
 
-    // 1. Topology.
-    let topo = match Topology::detect() {
-        Ok(t) => t,
-        Err(e) if args.single_node => {
-            println!("topology detection failed: {e}");
-            println!("--single-node: using every allowed CPU as one node");
-            Topology::single_node().unwrap_or_else(|e| fail(e))
-        }
-        Err(e) => fail(format_args!(
-            "topology detection failed: {e}\n(pass --single-node to run with every allowed CPU \
-             as one node)"
-        )),
-    };
-    println!("topology ({:?}): {topo}", topo.source());
+    // 1. Topology: what a default pool uses (this machine's, or the
+    // single-node fallback on a machine without NUMA information).
+    let topo = ThreadPoolBuilder::new()
+        .num_threads(1)
+        .pin(false)
+        .build()
+        .unwrap_or_else(|e| fail(format_args!("cannot build a default pool: {e}")))
+        .topology()
+        .clone();
+    println!("topology source: {}", topo.source());
+    println!("topology: {topo}");
 
     // 2. Allowed CPUs.
     match allowed_cpus() {
@@ -304,7 +211,7 @@ fn main() {
     let depth = args.tree_depth;
     let nodes = (1u64 << depth) - 1;
     let build_start = Instant::now();
-    let tree = build_tree(depth);
+    let tree = build_tree(depth, Layout::ParentFirst);
     println!(
         "\ntree: {nodes} boxed nodes of {} bytes ({:.1} MiB before allocator overhead), built \
          in {:.1} ms",

@@ -1,9 +1,12 @@
 //! # terroir
 //!
 //! A work-stealing runtime for task-parallel programs on NUMA machines, with
-//! the API of `rayon-core`: [`join`], [`scope`], [`spawn`], [`ThreadPool`] and
-//! [`ThreadPoolBuilder`] have rayon-core's names and semantics, so switching
-//! is an import change.
+//! the API of `rayon-core` 1.13: [`join`], [`join_context`], [`scope`],
+//! [`scope_fifo`], [`spawn`], [`spawn_fifo`], [`broadcast`],
+//! [`spawn_broadcast`], [`yield_now`], [`ThreadPool`] and
+//! [`ThreadPoolBuilder`] (with its start, exit and spawn handlers) have
+//! rayon-core's names and semantics, so switching is an import change (the
+//! README lists the differences).
 //!
 //! What terroir adds:
 //!
@@ -28,15 +31,33 @@
 //! - **Data affinity** ([`Scope::spawn_on`], [`ThreadPool::spawn_on`] with
 //!   a [`Place`]): run a task on a node, a worker, the node of its data, the
 //!   worker that last ran its key, or the node its declared accesses are
-//!   cheapest from; as a hint ([`Policy::Locality`]) or strictly
-//!   ([`Policy::StrictLocality`], [`Place::strict`]); [`PoolStats`] counts
+//!   cheapest from; as a hint ([`Policy::Locality`], the default) or
+//!   strictly ([`Policy::StrictLocality`], [`Place::strict`]); [`PoolStats`] counts
 //!   steals by level and the locality ratio of declared data.
+//! - **Task groups** ([`TaskGroup`]): `'static` tasks spawned from
+//!   anywhere (each at a [`Place`]) and waited for together; a waiting
+//!   worker runs other work instead of blocking, and a wait that could
+//!   never end returns [`WouldDeadlock`]. The engine of the C API's
+//!   `terroir_group_*`.
 //! - **Work-time inflation report** ([`report::InflationReport`]): record a
 //!   workload ([`ThreadPool::record`], [`label`]) on one worker and on the
 //!   pool, and see per task label how much slower tasks ran in parallel,
-//!   with perf_event counters, and where the thread time went (work,
-//!   inflation, scheduler overhead, idle), as a table, JSON, CSV, a Chrome
-//!   trace or an SVG picture.
+//!   with perf_event counters (feature `counters`), and where the thread
+//!   time went (work, inflation, scheduler overhead, idle), as a table, CSV,
+//!   an SVG picture, or JSON and a Chrome trace (feature `report`).
+//!
+//! # Features
+//!
+//! The default build is lean (no serialisation, no perf_event, no hwloc):
+//!
+//! - `report`: `InflationReport::to_json` and `to_chrome_trace`, and the
+//!   JSON files of [`write_all`](report::InflationReport::write_all)
+//!   (serde, serde_json);
+//! - `counters`: hardware and software counters in recordings (perf_event,
+//!   through perf-event2); without it a recording has timestamps only and
+//!   names every counter it was asked for as unavailable, "built without
+//!   the `counters` feature";
+//! - `hwloc`: topology discovery through hwloc.
 //!
 //! ```
 //! use terroir::{Policy, ThreadPoolBuilder};
@@ -62,8 +83,12 @@
 //! terroir runs on Linux (it reads sysfs and calls `sched_setaffinity`).
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
+// docs.rs (every feature, nightly): each feature-gated item says so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod ffi;
+#[doc(hidden)]
+#[path = "capi_support.rs"]
+pub mod __capi;
 pub mod iter;
 pub mod numa;
 pub mod pool;
@@ -77,9 +102,12 @@ mod sched;
 pub use iter::{collections, option, range, range_inclusive, slice, vec};
 
 pub use sched::{
-    current_num_threads, current_thread_index, in_place_scope, join, label, scope, spawn, Access,
-    DequeOrder, Distribution, NodeStats, ParsePolicyError, Place, PlaceError, Policy, PoolStats,
-    Scope, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD,
+    broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,
+    in_place_scope, in_place_scope_fifo, join, join_context, label, max_num_threads, scope,
+    scope_fifo, spawn, spawn_broadcast, spawn_fifo, yield_local, yield_now, Access,
+    BroadcastContext, DequeOrder, Distribution, FnContext, NodeStats, ParsePolicyError, Place,
+    PlaceError, Policy, PoolStats, Scope, ScopeFifo, TaskGroup, ThreadBuilder, ThreadPool,
+    ThreadPoolBuildError, ThreadPoolBuilder, WouldDeadlock, Yield, DEFAULT_PUSH_THRESHOLD,
 };
 
 /// The README's examples, compiled and run as doctests.

@@ -1,7 +1,7 @@
-//! `TERROIR_NUM_THREADS` and `TERROIR_POLICY`: they override the defaults,
-//! explicit builder settings override them, and bad values are typed errors
-//! naming the variable and the value. One test, because the environment is
-//! process-wide.
+//! `TERROIR_NUM_THREADS` (or else `RAYON_NUM_THREADS`), `TERROIR_POLICY`
+//! and `TERROIR_PIN`: they override the defaults, explicit builder settings
+//! override them, and bad values are typed errors naming the variable and
+//! the value. One test, because the environment is process-wide.
 
 use terroir::{Policy, ThreadPoolBuildError, ThreadPoolBuilder};
 
@@ -18,9 +18,11 @@ fn environment_overrides_and_errors() {
 
     std::env::remove_var("TERROIR_NUM_THREADS");
     std::env::remove_var("TERROIR_POLICY");
+    std::env::remove_var("TERROIR_PIN");
+    std::env::remove_var("RAYON_NUM_THREADS");
     let pool = build().unwrap();
     assert_eq!(pool.current_num_threads(), 6, "default: one worker per PU");
-    assert_eq!(pool.policy(), Policy::Hierarchical);
+    assert_eq!(pool.policy(), Policy::Locality);
 
     std::env::set_var("TERROIR_NUM_THREADS", "3");
     std::env::set_var("TERROIR_POLICY", "flat");
@@ -66,6 +68,59 @@ fn environment_overrides_and_errors() {
     }
     assert!(msg.contains("hierarchical"), "lists the valid names: {msg}");
 
-    std::env::remove_var("TERROIR_NUM_THREADS");
     std::env::remove_var("TERROIR_POLICY");
+
+    // RAYON_NUM_THREADS counts when TERROIR_NUM_THREADS is unset, and a
+    // bad value is an error naming it (rayon-core ignores a bad value).
+    std::env::remove_var("TERROIR_NUM_THREADS");
+    std::env::set_var("RAYON_NUM_THREADS", "4");
+    assert_eq!(build().unwrap().current_num_threads(), 4);
+    std::env::set_var("TERROIR_NUM_THREADS", "2");
+    assert_eq!(build().unwrap().current_num_threads(), 2, "terroir's wins");
+    std::env::remove_var("TERROIR_NUM_THREADS");
+    std::env::set_var("RAYON_NUM_THREADS", "0");
+    assert_eq!(build().unwrap().current_num_threads(), 6, "0: the default");
+    std::env::set_var("RAYON_NUM_THREADS", "four");
+    match build().unwrap_err() {
+        ThreadPoolBuildError::InvalidEnv { var, value, .. } => {
+            assert_eq!((var, value.as_str()), ("RAYON_NUM_THREADS", "four"));
+        }
+        other => panic!("{other:?}"),
+    }
+    std::env::set_var("RAYON_NUM_THREADS", "70000");
+    let err = build().unwrap_err();
+    assert!(err.to_string().contains("max_num_threads"), "{err}");
+    std::env::set_var("TERROIR_NUM_THREADS", "three");
+    match build().unwrap_err() {
+        ThreadPoolBuildError::InvalidEnv { var, .. } => assert_eq!(var, "TERROIR_NUM_THREADS"),
+        other => panic!("{other:?}"),
+    }
+    std::env::remove_var("TERROIR_NUM_THREADS");
+    std::env::remove_var("RAYON_NUM_THREADS");
+
+    // TERROIR_PIN overrides the default (unpinned, for a described
+    // topology), not an explicit `pin`.
+    let unpinned_by_default = || ThreadPoolBuilder::new().topology(topo()).build();
+    assert!(!unpinned_by_default().unwrap().is_pinned());
+    std::env::set_var("TERROIR_PIN", "0");
+    let here = ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    assert!(
+        !here.is_pinned(),
+        "TERROIR_PIN=0 unpins this machine's pool"
+    );
+    std::env::set_var("TERROIR_PIN", "1");
+    assert!(ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .is_pinned());
+    assert!(!build().unwrap().is_pinned(), "an explicit pin(false) wins");
+    std::env::set_var("TERROIR_PIN", "yes");
+    match ThreadPoolBuilder::new().num_threads(1).build().unwrap_err() {
+        ThreadPoolBuildError::InvalidEnv { var, value, .. } => {
+            assert_eq!((var, value.as_str()), ("TERROIR_PIN", "yes"));
+        }
+        other => panic!("{other:?}"),
+    }
+    std::env::remove_var("TERROIR_PIN");
 }

@@ -8,15 +8,13 @@ use std::collections::HashMap;
 use std::sync::mpsc;
 use std::thread;
 
-use terroir::numa::{mems_allowed, NodeId};
+mod common;
+use common::first_node;
+
 use terroir::pool::{thread_node, NodeLocalAlloc, SlabPool};
 
 #[global_allocator]
 static ALLOC: NodeLocalAlloc = NodeLocalAlloc;
-
-fn first_node() -> NodeId {
-    NodeId::new(mems_allowed().unwrap().iter().next().unwrap())
-}
 
 #[test]
 fn the_process_allocates_from_the_slab_pool() {

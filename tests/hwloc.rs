@@ -6,14 +6,10 @@
 
 use std::path::Path;
 
-use terroir::numa::{NumaError, Topology, TopologySource};
+mod common;
+use common::distances;
 
-fn matrix(t: &Topology) -> Vec<Vec<u32>> {
-    let n = t.nodes().len();
-    (0..n)
-        .map(|i| (0..n).map(|j| t.distance_by_index(i, j)).collect())
-        .collect()
-}
+use terroir::numa::{NumaError, Topology, TopologySource};
 
 #[test]
 fn synthetic_two_packages() {
@@ -30,7 +26,7 @@ fn synthetic_two_packages() {
     assert_eq!(t.nodes()[1].cpus().to_string(), "8-15");
     let groups: Vec<String> = t.l3_groups().iter().map(|g| g.cpus().to_string()).collect();
     assert_eq!(groups, ["0-3", "4-7", "8-11", "12-15"]);
-    assert_eq!(matrix(&t), vec![vec![10, 20], vec![20, 10]]);
+    assert_eq!(distances(&t), vec![vec![10, 20], vec![20, 10]]);
 }
 
 #[test]
@@ -52,7 +48,7 @@ fn xml_export_keeps_asymmetric_distances() {
     assert_eq!(t.l3_groups().len(), 8);
     assert_eq!(t.pus().len(), 32);
     assert_eq!(
-        matrix(&t),
+        distances(&t),
         vec![
             vec![10, 16, 32, 32],
             vec![16, 10, 32, 32],
@@ -64,7 +60,7 @@ fn xml_export_keeps_asymmetric_distances() {
     let keep: terroir::numa::CpuSet = (0..8).chain(16..32).collect();
     let r = t.restrict(&keep).unwrap();
     assert_eq!(r.nodes().len(), 3);
-    assert_eq!(matrix(&r)[1], vec![32, 10, 16]);
+    assert_eq!(distances(&r)[1], vec![32, 10, 16]);
 }
 
 #[test]

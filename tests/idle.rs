@@ -4,6 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+mod common;
+use common::fib;
+
 fn cpu_time() -> Duration {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: `ru` is a valid, writable rusage; RUSAGE_SELF is a valid `who`.
@@ -13,14 +16,6 @@ fn cpu_time() -> Duration {
     let ru = unsafe { ru.assume_init() };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-fn fib(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = terroir::join(|| fib(n - 1), || fib(n - 2));
-    a + b
 }
 
 #[test]

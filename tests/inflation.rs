@@ -76,18 +76,21 @@ fn an_injected_inflation_factor_is_reported() {
                     };
                     let t = Instant::now();
                     label("inflating", || busy_for(unit * f));
-                    felt.lock().unwrap().push(t.elapsed().as_nanos() as f64);
+                    felt.lock()
+                        .unwrap()
+                        .push((f == 1, t.elapsed().as_nanos() as f64));
                 });
             }
         })
     };
-    let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
+    let mean = |v: &[(bool, f64)]| v.iter().map(|&(_, ns)| ns).sum::<f64>() / v.len() as f64;
     let one = pool(1);
     let par = pool(2);
     let (_, base) = one.record_with(&RecordOptions::timestamps_only(), work);
-    let felt_base = mean(std::mem::take(&mut *felt.lock().unwrap()));
+    let felt_base = mean(&std::mem::take(&mut *felt.lock().unwrap()));
     let (_, rec) = par.record_with(&RecordOptions::timestamps_only(), work);
-    let felt_par = mean(std::mem::take(&mut *felt.lock().unwrap()));
+    let felt_par_tasks = std::mem::take(&mut *felt.lock().unwrap());
+    let felt_par = mean(&felt_par_tasks);
     let report = InflationReport::new(&base, &rec);
     let off_zero = rec
         .tasks
@@ -102,7 +105,9 @@ fn an_injected_inflation_factor_is_reported() {
          {off_zero} of 200 tasks)\n{report}"
     );
     // And the injection shows in the recording: the tasks off worker 0
-    // took about FACTOR times as long as those on it.
+    // took about as many times longer than those on it as they measured
+    // themselves (FACTOR on a quiet machine; preemption on a loaded one
+    // stretches either side, and the recording must show what happened).
     let mean_on = |zero: bool| {
         let v: Vec<u64> = rec
             .tasks
@@ -112,11 +117,21 @@ fn an_injected_inflation_factor_is_reported() {
             .collect();
         v.iter().sum::<u64>() as f64 / v.len().max(1) as f64
     };
+    let felt_on = |zero: bool| {
+        let v: Vec<(bool, f64)> = felt_par_tasks
+            .iter()
+            .copied()
+            .filter(|&(z, _)| z == zero)
+            .collect();
+        mean(&v)
+    };
     if off_zero > 0 && off_zero < 200 {
         let seen = mean_on(false) / mean_on(true);
+        let felt_ratio = felt_on(false) / felt_on(true);
         assert!(
-            seen > FACTOR as f64 * 0.67,
-            "tasks off worker 0 took {seen:.2}x as long as on it, injected {FACTOR}x"
+            (seen - felt_ratio).abs() <= 0.10 * felt_ratio,
+            "the recording says tasks off worker 0 took {seen:.2}x as long as on it, \
+             the tasks measured {felt_ratio:.2}x (injected {FACTOR}x)"
         );
     }
 }
@@ -222,17 +237,20 @@ fn the_breakdown_adds_up() {
         report.to_csv().lines().nth(1).unwrap().starts_with("leaf,")
             || report.to_csv().contains("\nleaf,")
     );
-    let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("valid JSON");
-    assert_eq!(json["threads"], 2);
-    let trace: serde_json::Value =
-        serde_json::from_str(&report.to_chrome_trace()).expect("valid trace JSON");
-    let slices = trace["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "X" && e["name"] == "leaf")
-        .count();
-    assert_eq!(slices, 400, "one trace slice per leaf task");
+    #[cfg(feature = "report")]
+    {
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("valid JSON");
+        assert_eq!(json["threads"], 2);
+        let trace: serde_json::Value =
+            serde_json::from_str(&report.to_chrome_trace()).expect("valid trace JSON");
+        let slices = trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"] == "leaf")
+            .count();
+        assert_eq!(slices, 400, "one trace slice per leaf task");
+    }
     let svg = report.to_svg();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert_eq!(svg.matches("leaf on worker").count(), 400);

@@ -556,6 +556,107 @@ fn migrate_to_moves_every_page_then_finds_them_already_there() {
     }
 }
 
+/// The node each page of `data` is on, page by page (`None`: no memory).
+fn node_per_page(data: &[u8]) -> Vec<Option<NodeId>> {
+    data.chunks(page_size())
+        .map(|page| locate(page, Sample::All).unwrap().majority())
+        .collect()
+}
+
+/// A page the kernel cannot move: spliced into a pipe (`vmsplice` without
+/// `SPLICE_F_GIFT`), the pipe holds a reference to it until it is read or
+/// closed, and migration gives up on a page with a reference it cannot
+/// account for. `move_pages` then returns the count of pages not moved and
+/// leaves the statuses of that batch unwritten. Before the statuses started
+/// at a sentinel, the unwritten entries read as 0, "on node 0": migrating
+/// to node 0 reported the stuck page as moved. Another page is `mlock`ed:
+/// locking keeps a page in memory but does not stop the kernel moving it,
+/// so it must move and be reported moved.
+#[test]
+fn a_page_that_cannot_move_is_reported_as_failed_not_as_moved_to_node_0() {
+    let Some(_layout) = guest() else { return };
+    let ps = page_size();
+    let pages = 16;
+    let (locked, stuck) = (3, 9);
+    let mut fresh = Fresh::new(pages * ps);
+    let data = fresh.touch(0x33);
+    let gathered = migrate(data, node(1)).unwrap();
+    assert!(gathered.complete(), "gathering on node 1: {gathered:?}");
+    assert_eq!(node_per_page(data), vec![Some(node(1)); pages]);
+
+    // SAFETY: `locked`'s page is part of our mapping; mlock only pins it in
+    // memory.
+    let rc = unsafe { libc::mlock(data[locked * ps..].as_ptr().cast(), ps) };
+    assert_eq!(rc, 0, "mlock: {}", std::io::Error::last_os_error());
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let iov = libc::iovec {
+        iov_base: data[stuck * ps..].as_ptr() as *mut libc::c_void,
+        iov_len: ps,
+    };
+    // SAFETY: the iovec describes one page of our mapping, which stays
+    // mapped until after the pipe is closed; the pipe only reads it.
+    let spliced = unsafe { libc::vmsplice(fds[1], &iov, 1, 0) };
+    assert_eq!(
+        spliced,
+        ps as isize,
+        "vmsplice: {}",
+        std::io::Error::last_os_error()
+    );
+
+    let m = migrate(data, node(0)).unwrap();
+    let now = node_per_page(data);
+    eprintln!("migrate to node 0 with page {stuck} in a pipe: {m:?}, pages now on {now:?}");
+    assert_eq!(
+        now[stuck],
+        Some(node(1)),
+        "the page in the pipe did not move (else this test proves nothing)"
+    );
+    assert_eq!(
+        (
+            m.moved(),
+            m.already_there(),
+            m.failed(),
+            m.still_elsewhere()
+        ),
+        (
+            pages - 1,
+            0,
+            &[(stuck, terroir::numa::PageStatus::Busy)][..],
+            0
+        ),
+        "migrate to node 0 of {pages} pages on node 1, page {stuck} held by a pipe: \
+         expected {} moved and page {stuck} failed as busy (moved, already there, failed, \
+         still elsewhere)",
+        pages - 1
+    );
+    for (i, n) in now.iter().enumerate() {
+        if i != stuck {
+            assert_eq!(*n, Some(node(0)), "page {i} was reported moved");
+        }
+    }
+    assert_eq!(now[locked], Some(node(0)), "the mlocked page moved");
+    if let Some(i) = data.iter().position(|&b| b != 0x33) {
+        panic!("after migrating: expected 0x33 at {i}, got {:#x}", data[i]);
+    }
+
+    // Once the pipe lets go, the page moves.
+    // SAFETY: our descriptors, closed once.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+        libc::munlock(data[locked * ps..].as_ptr().cast(), ps);
+    }
+    let m = migrate(data, node(0)).unwrap();
+    assert_eq!(
+        (m.moved(), m.already_there(), m.complete()),
+        (1, pages - 1, true),
+        "after closing the pipe: {m:?}"
+    );
+    assert_eq!(node_per_page(data), vec![Some(node(0)); pages]);
+}
+
 #[test]
 fn binding_to_a_nonexistent_node_is_node_not_allowed_and_changes_nothing() {
     let Some(layout) = guest() else { return };

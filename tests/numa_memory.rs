@@ -10,9 +10,8 @@ use terroir::numa::{
 };
 use terroir::pool::{NodeBox, NodeVec, Placement};
 
-fn first_node() -> NodeId {
-    NodeId::new(mems_allowed().unwrap().iter().next().unwrap())
-}
+mod common;
+use common::first_node;
 
 /// A node number this process may not use.
 fn bad_node() -> NodeId {

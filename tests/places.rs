@@ -131,10 +131,13 @@ fn strict_run(pool: &Arc<ThreadPool>, strict_place: bool, count: usize) -> (usiz
 #[test]
 fn strict_tasks_never_run_off_their_node() {
     for distribution in DISTRIBUTIONS {
+        // A strict place is strict under every policy.
         for (policy, strict_place) in [
             (Policy::StrictLocality, false),
             (Policy::StrictLocality, true),
             (Policy::Locality, true),
+            (Policy::Hierarchical, true),
+            (Policy::Flat, true),
         ] {
             let pool = Arc::new(pool(described(4, 2), policy, distribution));
             let what =
@@ -152,26 +155,28 @@ fn strict_tasks_never_run_off_their_node() {
 
 #[test]
 fn strict_worker_places_run_on_that_worker() {
-    let pool = pool(described(2, 2), Policy::Locality, Distribution::SharedQueue);
-    let n = pool.current_num_threads();
-    let wrong = Mutex::new(Vec::new());
-    pool.scope(|s| {
-        for i in 0..400 {
-            let w = i % n;
-            let wrong = &wrong;
-            s.spawn_on(&pool.worker(w).unwrap().strict(), move |_| {
-                let got = terroir::current_thread_index();
-                if got != Some(w) {
-                    wrong.lock().unwrap().push((w, got));
-                }
-            });
-        }
-    });
-    let wrong = wrong.into_inner().unwrap();
-    assert!(
-        wrong.is_empty(),
-        "(asked, ran on) for misplaced tasks: {wrong:?}"
-    );
+    for &policy in Policy::ALL {
+        let pool = pool(described(2, 2), policy, Distribution::SharedQueue);
+        let n = pool.current_num_threads();
+        let wrong = Mutex::new(Vec::new());
+        pool.scope(|s| {
+            for i in 0..400 {
+                let w = i % n;
+                let wrong = &wrong;
+                s.spawn_on(&pool.worker(w).unwrap().strict(), move |_| {
+                    let got = terroir::current_thread_index();
+                    if got != Some(w) {
+                        wrong.lock().unwrap().push((w, got));
+                    }
+                });
+            }
+        });
+        let wrong = wrong.into_inner().unwrap();
+        assert!(
+            wrong.is_empty(),
+            "{policy}: (asked, ran on) for misplaced tasks: {wrong:?}"
+        );
+    }
 }
 
 /// Node index of each worker, for `'static` tasks that cannot borrow the

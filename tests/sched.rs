@@ -8,6 +8,9 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::fib;
+
 use proptest::prelude::*;
 use terroir::numa::Topology;
 use terroir::{Policy, ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder};
@@ -62,14 +65,6 @@ fn quiet_panics<R>(f: impl FnOnce() -> R) -> R {
         }));
     });
     f()
-}
-
-fn fib(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = terroir::join(|| fib(n - 1), || fib(n - 2));
-    a + b
 }
 
 #[test]

@@ -5,6 +5,9 @@
 use std::panic;
 use std::path::{Path, PathBuf};
 
+mod common;
+use common::distances;
+
 use terroir::numa::{allowed_cpus, CpuSet, NodeId, NumaError, Topology, TopologySource};
 
 fn fixture(name: &str) -> PathBuf {
@@ -55,14 +58,6 @@ fn pu(t: &Topology, cpu: u32) -> (usize, usize) {
     (p.node_index(), p.l3_group_index())
 }
 
-/// The distance matrix by node index.
-fn matrix(t: &Topology) -> Vec<Vec<u32>> {
-    let n = t.nodes().len();
-    (0..n)
-        .map(|a| (0..n).map(|b| t.distance_by_index(a, b)).collect())
-        .collect()
-}
-
 /// The group indices each node lists.
 fn node_groups(t: &Topology) -> Vec<Vec<usize>> {
     t.nodes().iter().map(|n| n.l3_groups().to_vec()).collect()
@@ -108,7 +103,7 @@ fn vm_1node_2pu() {
     assert_eq!(groups(&t), vec![(0, "0-1".to_string())]);
     assert_eq!(node_groups(&t), vec![vec![0]]);
     assert_eq!(pus(&t), vec![(0, 0, 0), (1, 0, 0)]);
-    assert_eq!(matrix(&t), vec![vec![10]]);
+    assert_eq!(distances(&t), vec![vec![10]]);
     assert_eq!(t.distance(NodeId::new(0), NodeId::new(0)), Some(10));
     assert_eq!(t.distance(NodeId::new(0), NodeId::new(1)), None);
     assert_eq!(
@@ -161,7 +156,7 @@ fn intel_2s_smt() {
     assert_eq!(pu(&t, 31), (1, 1));
     assert_eq!(t.pus()[8].os_index(), 16);
     assert_eq!(t.pus()[16].os_index(), 8);
-    assert_eq!(matrix(&t), vec![vec![10, 21], vec![21, 10]]);
+    assert_eq!(distances(&t), vec![vec![10, 21], vec![21, 10]]);
     assert_eq!(t.distance(NodeId::new(1), NodeId::new(0)), Some(21));
     assert_eq!(t.distance(NodeId::new(0), NodeId::new(2)), None);
     assert_eq!(t.node(NodeId::new(1)).unwrap().cpus(), &cpus("8-15,24-31"));
@@ -178,7 +173,7 @@ fn intel_2s_smt_restrict() {
     assert_eq!(nodes(&r), vec![(0, "0-7,16-23".to_string())]);
     assert_eq!(groups(&r), vec![(0, "0-7,16-23".to_string())]);
     assert_eq!(r.pus().len(), 16);
-    assert_eq!(matrix(&r), vec![vec![10]]);
+    assert_eq!(distances(&r), vec![vec![10]]);
 
     // Only node1: it becomes index 0 but keeps OS id 1.
     let r = t.restrict(&cpus("9,25")).unwrap();
@@ -199,7 +194,7 @@ fn intel_2s_smt_restrict() {
         groups(&r),
         vec![(0, "3".to_string()), (1, "24".to_string())]
     );
-    assert_eq!(matrix(&r), vec![vec![10, 21], vec![21, 10]]);
+    assert_eq!(distances(&r), vec![vec![10, 21], vec![21, 10]]);
 
     let err = t.restrict(&cpus("32-40")).unwrap_err();
     assert!(matches!(err, NumaError::NoAllowedCpus { .. }), "{err:?}");
@@ -243,7 +238,7 @@ fn epyc_8node() {
     assert_eq!(pu(&t, 63), (7, 15));
 
     let expected: Vec<Vec<u32>> = EPYC.iter().map(|row| row.to_vec()).collect();
-    assert_eq!(matrix(&t), expected);
+    assert_eq!(distances(&t), expected);
     for a in 0..8u32 {
         for b in 0..8u32 {
             assert_eq!(
@@ -290,7 +285,7 @@ fn epyc_8node_restrict() {
         ]
     );
     assert_eq!(
-        matrix(&r),
+        distances(&r),
         vec![vec![10, 22, 32], vec![22, 10, 32], vec![32, 32, 10]]
     );
     assert_eq!(r.distance(NodeId::new(5), NodeId::new(2)), Some(32));
@@ -313,7 +308,7 @@ fn epyc_8node_restrict() {
         ]
     );
     assert_eq!(node_groups(&r), vec![vec![0, 1], vec![2]]);
-    assert_eq!(matrix(&r), vec![vec![10, 12], vec![12, 10]]);
+    assert_eq!(distances(&r), vec![vec![10, 12], vec![12, 10]]);
 
     // Sockets: every node of socket B, none of socket A.
     let r = t.restrict(&cpus("32-63")).unwrap();
@@ -322,7 +317,7 @@ fn epyc_8node_restrict() {
     assert_eq!(ids, vec![4, 5, 6, 7]);
     assert_eq!(r.l3_groups().len(), 8);
     let lower_right: Vec<Vec<u32>> = EPYC[4..].iter().map(|row| row[4..].to_vec()).collect();
-    assert_eq!(matrix(&r), lower_right);
+    assert_eq!(distances(&r), lower_right);
 }
 
 // ---------------------------------------------------------------- sparse-nodes
@@ -352,13 +347,13 @@ fn sparse_nodes_memory_only_and_offline() {
     assert!(t.pus().iter().all(|p| p.os_index() != 7));
     // node3's distance is the third number of node0's row, not the second
     // (which belongs to the memory-only node1).
-    assert_eq!(matrix(&t), vec![vec![10, 20], vec![20, 10]]);
+    assert_eq!(distances(&t), vec![vec![10, 20], vec![20, 10]]);
     assert_eq!(t.distance(NodeId::new(0), NodeId::new(3)), Some(20));
     assert!(t.node(NodeId::new(1)).is_none());
 
     let r = t.restrict(&cpus("5-7")).unwrap();
     assert_eq!(nodes(&r), vec![(3, "5-6".to_string())]);
-    assert_eq!(matrix(&r), vec![vec![10]]);
+    assert_eq!(distances(&r), vec![vec![10]]);
 }
 
 // ---------------------------------------------------------------- errors
@@ -496,7 +491,7 @@ fn detect_is_sysfs_restricted_to_affinity() {
             assert_eq!(t.nodes(), expected.nodes());
             assert_eq!(t.l3_groups(), expected.l3_groups());
             assert_eq!(t.pus(), expected.pus());
-            assert_eq!(matrix(&t), matrix(&expected));
+            assert_eq!(distances(&t), distances(&expected));
             let pus: CpuSet = t.pus().iter().map(|p| p.os_index()).collect();
             assert_eq!(pus.intersection(&allowed), pus);
         }
@@ -530,5 +525,5 @@ fn detect_on_this_machine_matches_vm_fixture() {
     assert_eq!(t.nodes(), fx.nodes());
     assert_eq!(t.l3_groups(), fx.l3_groups());
     assert_eq!(t.pus(), fx.pus());
-    assert_eq!(matrix(&t), matrix(&fx));
+    assert_eq!(distances(&t), distances(&fx));
 }

@@ -29,6 +29,7 @@ pub mod health;
 pub mod heat;
 pub mod histogram;
 pub mod jacobi;
+pub mod mix;
 pub mod nqueens;
 pub mod reduction;
 pub mod seidel;
@@ -36,6 +37,7 @@ pub mod sort;
 pub mod sparselu;
 pub mod strassen;
 pub mod stream;
+pub mod tree;
 pub mod uts;
 
 /// How big a workload is: a preset, or the workload's own parameter

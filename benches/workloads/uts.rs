@@ -35,6 +35,7 @@
 //! only stealing can spread.
 
 use super::fib::{Joiner, Rayon, Seq, Terroir};
+use super::mix::mix;
 use super::{checksum, Size, Workload};
 use terroir::numa::Topology;
 use terroir::ThreadPool;
@@ -55,15 +56,6 @@ pub const SEED: u64 = 42;
 
 /// [`Q`] as a threshold on a state's top 53 bits.
 const Q_THRESHOLD: u64 = (Q * (1u64 << 53) as f64) as u64;
-
-/// One splitmix64 step: the next state of `z`'s sequence, mixed.
-#[inline(always)]
-fn mix(z: u64) -> u64 {
-    let mut z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// The state of child `i` of the node with state `parent`.
 #[inline]

@@ -15,6 +15,14 @@ static inline double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Seconds of CPU time of the calling thread: what a loop costs, whatever
+ * else the machine runs (time spent descheduled is not counted). */
+static inline double thread_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* argv[i] as a positive integer, or `dflt` when absent. */
 static inline long arg_long(int argc, char **argv, int i, long dflt) {
   if (argc <= i) return dflt;

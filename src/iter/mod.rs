@@ -35,7 +35,7 @@
 //! 2. Between batches it *polls*: one Relaxed load of its `request` flag.
 //!    An idle worker that found nothing to steal sets that flag on the
 //!    nearest busy worker (the same steal request `join` serves, see
-//!    `src/sched/README.md` §1 and §4). A loop that has run for 50 µs also
+//!    `src/sched/README.md` §1 and §8). A loop that has run for 50 µs also
 //!    looks whether workers sleep while none searches.
 //! 3. Asked, it *splits*: it cuts what is left in two (never a half
 //!    shorter than `with_min_len`), publishes the second half on its deque

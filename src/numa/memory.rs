@@ -1,6 +1,7 @@
-//! Memory placement: policies, binding a region to nodes, asking where a
-//! region's pages are, and migrating them. Safe wrappers over `mbind`,
-//! `set_mempolicy`, `get_mempolicy` and `move_pages` (`sys.rs`).
+//! Memory placement: policies, binding a region to nodes and asking where a
+//! region's pages are. Safe wrappers over `mbind`, `set_mempolicy`,
+//! `get_mempolicy` and `move_pages` (`sys.rs`); moving pages is in
+//! `migrate.rs`.
 //!
 //! See [regions](crate::numa#regions) for how slices map to pages.
 
@@ -153,7 +154,7 @@ fn page_span(addr: usize, len: usize) -> (usize, usize) {
     (start, end - start)
 }
 
-fn region<T>(data: &[T]) -> (usize, usize) {
+pub(super) fn region<T>(data: &[T]) -> (usize, usize) {
     (data.as_ptr() as usize, std::mem::size_of_val(data))
 }
 
@@ -181,7 +182,7 @@ pub fn mems_allowed() -> Result<NodeSet, NumaError> {
 }
 
 /// Maps an errno of a memory-policy call to the typed error.
-fn syscall_error(name: &'static str, call: String, e: io::Error) -> NumaError {
+pub(super) fn syscall_error(name: &'static str, call: String, e: io::Error) -> NumaError {
     match e.raw_os_error() {
         Some(libc::ENOSYS) => NumaError::NotSupported { call: name },
         Some(libc::EPERM) => NumaError::NotPermitted { call },
@@ -401,7 +402,8 @@ impl PageLocation {
     }
 
     /// Queried pages the kernel could not place for another reason (the
-    /// shared zero page, a special mapping: `-EFAULT` and friends).
+    /// shared zero page, a special mapping: `-EFAULT` and friends), or did
+    /// not answer for.
     pub fn other(&self) -> usize {
         self.other
     }
@@ -420,7 +422,7 @@ impl PageLocation {
 }
 
 /// The page addresses of `[addr, addr + len)`, every `step`-th page.
-fn page_addrs(addr: usize, len: usize, step: usize) -> (usize, Vec<usize>) {
+pub(super) fn page_addrs(addr: usize, len: usize, step: usize) -> (usize, Vec<usize>) {
     let ps = page_size();
     let (start, bytes) = page_span(addr, len);
     let pages = bytes / ps;
@@ -465,7 +467,7 @@ pub(crate) fn locate_raw(
         Sample::Every(k) => k.get(),
     };
     let (pages, addrs) = page_addrs(addr, len, step);
-    let mut status = vec![0 as libc::c_int; addrs.len()];
+    let mut status = vec![sys::STATUS_UNWRITTEN; addrs.len()];
     sys::move_pages(&addrs, None, &mut status, 0).map_err(|e| {
         syscall_error(
             "move_pages",
@@ -493,172 +495,10 @@ pub(crate) fn locate_raw(
     Ok(loc)
 }
 
-/// Why a page did not move in a [`migrate`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum PageStatus {
-    /// In use (locked, under I/O) through three attempts; try again later
-    /// (`EBUSY`).
-    Busy,
-    /// Never touched: there is no page to move (`ENOENT`).
-    NotPresent,
-    /// Mapped by other processes too (`EACCES`).
-    Shared,
-    /// The shared zero page or a special mapping (`EFAULT`).
-    NotMovable,
-    /// The target node is out of memory (`ENOMEM`).
-    OutOfMemory,
-    /// Another errno.
-    Other(i32),
-}
-
-impl PageStatus {
-    fn from_errno(e: i32) -> PageStatus {
-        match e {
-            libc::EBUSY => PageStatus::Busy,
-            libc::ENOENT => PageStatus::NotPresent,
-            libc::EACCES => PageStatus::Shared,
-            libc::EFAULT => PageStatus::NotMovable,
-            libc::ENOMEM => PageStatus::OutOfMemory,
-            other => PageStatus::Other(other),
-        }
-    }
-}
-
-/// The outcome of a [`migrate`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Migration {
-    pages: usize,
-    moved: usize,
-    already_there: usize,
-    failed: Vec<(usize, PageStatus)>,
-    still_elsewhere: usize,
-}
-
-impl Migration {
-    /// Pages in the region.
-    pub fn pages(&self) -> usize {
-        self.pages
-    }
-    /// Pages that moved to the target node.
-    pub fn moved(&self) -> usize {
-        self.moved
-    }
-    /// Pages that were on the target node before.
-    pub fn already_there(&self) -> usize {
-        self.already_there
-    }
-    /// Pages that did not move, by page index in the region, and why.
-    pub fn failed(&self) -> &[(usize, PageStatus)] {
-        &self.failed
-    }
-    /// Pages the kernel reports on another node after the call without an
-    /// error (it may decline some moves, e.g. under memory pressure).
-    pub fn still_elsewhere(&self) -> usize {
-        self.still_elsewhere
-    }
-    /// Whether every page is on the target node now.
-    pub fn complete(&self) -> bool {
-        self.failed.is_empty() && self.still_elsewhere == 0
-    }
-}
-
-/// Moves the pages of `data` to node `to` (`move_pages`), contents intact,
-/// and reports per page what happened. The region's policy is not changed:
-/// pages touched later follow the old policy (containers of the pool layer
-/// change both).
-///
-/// ```
-/// use terroir::numa::{migrate, NodeId};
-/// let node = NodeId::new(terroir::numa::mems_allowed().unwrap().iter().next().unwrap());
-/// let data = vec![1u8; 64 << 10];
-/// let m = migrate(&data, node).unwrap();
-/// assert!(m.complete());
-/// assert_eq!(m.moved() + m.already_there(), m.pages());
-/// ```
-///
-/// # Errors
-/// [`NumaError::NodeNotAllowed`] naming `to` and the allowed nodes;
-/// [`NumaError::EmptyRegion`]; [`NumaError::NotSupported`];
-/// [`NumaError::NotPermitted`]. Per-page failures are not errors: see
-/// [`Migration::failed`].
-pub fn migrate<T>(data: &[T], to: NodeId) -> Result<Migration, NumaError> {
-    let (addr, len) = region(data);
-    migrate_raw(addr, len, to)
-}
-
-/// [`migrate`] on a raw address range.
-pub(crate) fn migrate_raw(addr: usize, len: usize, to: NodeId) -> Result<Migration, NumaError> {
-    if len == 0 {
-        return Err(NumaError::EmptyRegion { call: "move_pages" });
-    }
-    let allowed = mems_allowed()?;
-    if !allowed.contains(to.os_index()) {
-        return Err(NumaError::NodeNotAllowed { node: to, allowed });
-    }
-    let target = to.os_index() as libc::c_int;
-    let (pages, addrs) = page_addrs(addr, len, 1);
-    let call = || format!("move_pages({} pages at {addr:#x} to {to})", addrs.len());
-    let mut before = vec![0 as libc::c_int; addrs.len()];
-    sys::move_pages(&addrs, None, &mut before, 0)
-        .map_err(|e| syscall_error("move_pages", call(), e))?;
-    let nodes = vec![target; addrs.len()];
-    let mut after = vec![0 as libc::c_int; addrs.len()];
-    sys::move_pages(
-        &addrs,
-        Some(&nodes),
-        &mut after,
-        sys::MPOL_MF_MOVE as libc::c_int,
-    )
-    .map_err(|e| syscall_error("move_pages", call(), e))?;
-    // A page can be busy for a moment (locked while the kernel adds it to
-    // an LRU list, under writeback...): try those again a few times before
-    // reporting them.
-    for _ in 0..3 {
-        let busy: Vec<usize> = (0..after.len())
-            .filter(|&i| after[i] == -libc::EBUSY)
-            .collect();
-        if busy.is_empty() {
-            break;
-        }
-        std::thread::yield_now();
-        let again: Vec<usize> = busy.iter().map(|&i| addrs[i]).collect();
-        let mut status = vec![0 as libc::c_int; again.len()];
-        sys::move_pages(
-            &again,
-            Some(&nodes[..again.len()]),
-            &mut status,
-            sys::MPOL_MF_MOVE as libc::c_int,
-        )
-        .map_err(|e| syscall_error("move_pages", call(), e))?;
-        for (&i, &st) in busy.iter().zip(&status) {
-            after[i] = st;
-        }
-    }
-    let mut m = Migration {
-        pages,
-        ..Migration::default()
-    };
-    for (i, (&b, &a)) in before.iter().zip(&after).enumerate() {
-        if b == target {
-            m.already_there += 1;
-        } else if a == target {
-            m.moved += 1;
-        } else if a < 0 {
-            m.failed.push((i, PageStatus::from_errno(-a)));
-        } else if b < 0 {
-            // Not present before (never touched): move_pages leaves it so.
-            m.failed.push((i, PageStatus::from_errno(-b)));
-        } else {
-            m.still_elsewhere += 1;
-        }
-    }
-    Ok(m)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::numa::{migrate, migrate_raw};
 
     fn first_node() -> NodeId {
         NodeId::new(mems_allowed().unwrap().iter().next().unwrap())

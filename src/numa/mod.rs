@@ -14,21 +14,26 @@
 //! and [`migrate`] reject it with [`NumaError::EmptyRegion`], [`locate`]
 //! reports zero pages.
 
+mod cgroup;
 mod error;
 #[cfg(feature = "hwloc")]
 mod hwloc;
 mod memory;
+mod migrate;
 mod set;
 pub(crate) mod sys;
 mod sysfs;
 mod topology;
 
+pub use cgroup::{cpu_quota, cpu_quota_under};
 pub use error::NumaError;
 pub use memory::{
-    bind_memory, locate, memory_policy, mems_allowed, migrate, page_size, set_thread_policy,
-    thread_policy, BindFlags, MemPolicy, Migration, PageLocation, PageStatus, Sample,
+    bind_memory, locate, memory_policy, mems_allowed, page_size, set_thread_policy, thread_policy,
+    BindFlags, MemPolicy, PageLocation, Sample,
 };
-pub(crate) use memory::{bind_raw, locate_raw, migrate_raw, policy_at};
+pub(crate) use memory::{bind_raw, locate_raw, policy_at};
+pub(crate) use migrate::migrate_raw;
+pub use migrate::{migrate, Migration, PageStatus};
 pub use set::{CpuSet, NodeSet};
 pub use topology::{CacheGroup, Node, NodeId, Pu, Topology, TopologyBuilder, TopologySource};
 
@@ -76,4 +81,24 @@ pub fn bind_current_thread(cpus: &CpuSet) -> Result<(), NumaError> {
 /// ```
 pub fn current_cpu_and_node() -> Result<(u32, NodeId), NumaError> {
     sys::getcpu().map(|(cpu, node)| (cpu, NodeId::new(node)))
+}
+
+/// For the `topology_sysfs` fuzz target (`fuzz/`, built with `--cfg
+/// fuzzing`): a topology read from files held in memory, as
+/// [`Topology::from_sysfs`] reads a directory; paths are relative to the
+/// tree's root (`devices/system/node/node0/cpulist`, ...).
+///
+/// # Errors
+/// As [`Topology::from_sysfs`].
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub fn topology_from_files(
+    files: impl IntoIterator<Item = (std::path::PathBuf, Vec<u8>)>,
+) -> Result<Topology, NumaError> {
+    let tree = sysfs::Memory(files.into_iter().collect());
+    sysfs::read(
+        &tree,
+        std::path::Path::new(""),
+        TopologySource::SysfsTree(std::path::PathBuf::new()),
+    )
 }

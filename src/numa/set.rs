@@ -5,6 +5,9 @@ use std::fmt;
 
 use super::NumaError;
 
+/// Numbers in a list stay below this.
+const LIST_LIMIT: u32 = 1 << 16;
+
 /// A growable bit set of small integers; the storage behind [`CpuSet`] and
 /// [`NodeSet`].
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
@@ -78,9 +81,11 @@ impl Bits {
             };
             let lo: u32 = lo.trim().parse().map_err(|_| bad())?;
             let hi: u32 = hi.trim().parse().map_err(|_| bad())?;
-            // 1 << 20 bits is far beyond any kernel's NR_CPUS; a larger number
-            // is garbage, not a CPU.
-            if lo > hi || hi >= 1 << 20 {
+            // Linux builds with at most 8,192 CPUs (NR_CPUS of x86-64 and
+            // powerpc) and 1,024 nodes: a number of 65,536 or more is
+            // garbage, not a CPU, and would cost a set (and a topology) of
+            // that many bits.
+            if lo > hi || hi >= LIST_LIMIT {
                 return Err(bad());
             }
             for i in lo..=hi {
@@ -128,7 +133,7 @@ macro_rules! id_set {
             ///
             /// # Errors
             /// [`NumaError::Parse`] naming the text when it is not a list of
-            /// ranges of non-negative integers.
+            /// ranges of integers from 0 to 65,535.
             pub fn parse(text: &str) -> Result<Self, NumaError> {
                 Bits::parse_list(text, concat!($item, " list")).map(Self)
             }
@@ -258,6 +263,21 @@ mod tests {
         for bad in ["a", "3-1", "1-", "0,,2", "99999999"] {
             let err = CpuSet::parse(bad).unwrap_err();
             assert!(err.to_string().contains(bad), "{err}");
+        }
+    }
+
+    /// CPU and node numbers stop below 65,536: Linux builds with at most
+    /// 8,192 CPUs (x86-64 and powerpc `NR_CPUS`) and 1,024 nodes, and a
+    /// bigger number in a list is garbage that would cost a set of that
+    /// many bits (and a topology of that many CPUs).
+    #[test]
+    fn numbers_stop_below_65536() {
+        assert_eq!(CpuSet::parse("65535").unwrap().len(), 1);
+        assert_eq!(CpuSet::parse("0-65535").unwrap().len(), 65_536);
+        for bad in ["65536", "0-65536", "16-943946", "1048575"] {
+            let err = CpuSet::parse(bad).unwrap_err();
+            assert!(err.to_string().contains(bad), "{err}");
+            assert!(NodeSet::parse(bad).is_err());
         }
     }
 

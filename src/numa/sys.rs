@@ -1,9 +1,17 @@
 //! Raw system calls. Every `unsafe` block of the `numa` layer lives here;
 //! the rest of the crate calls the safe functions of this file or of the
 //! modules above it.
+//!
+//! Under Miri, which cannot make these calls, the memory functions (mapping
+//! memory, memory policies, `move_pages`, `getcpu`) are those of
+//! `sys/heap.rs`, a stand-in that serves mappings from the Rust allocator
+//! and plays a one-node kernel: the containers and the slab pool above run
+//! unchanged, and Miri checks them.
 
 use std::io;
 use std::mem;
+#[cfg(not(miri))]
+use std::ptr::NonNull;
 
 use super::{CpuSet, NumaError};
 
@@ -61,6 +69,7 @@ pub(crate) fn bind_current_thread(cpus: &CpuSet) -> Result<(), NumaError> {
 /// The CPU and NUMA node the calling thread is running on right now
 /// (`getcpu(2)`). The answer may be stale as soon as it returns unless the
 /// thread is bound to one CPU.
+#[cfg(not(miri))]
 pub(crate) fn getcpu() -> Result<(u32, u32), NumaError> {
     let mut cpu: libc::c_uint = 0;
     let mut node: libc::c_uint = 0;
@@ -122,6 +131,7 @@ fn last_err() -> io::Error {
 /// range; it never reads or writes the memory on our behalf, so no Rust
 /// invariant depends on the range, which need not even be mapped (the kernel
 /// then fails with `EFAULT`).
+#[cfg(not(miri))]
 pub(crate) fn mbind(
     addr: usize,
     len: usize,
@@ -184,6 +194,7 @@ pub(crate) fn set_mempolicy(mode: libc::c_int, mask: Option<&NodeMask>) -> io::R
 /// kernel looks `addr` up in this process's mappings (and with
 /// `MPOL_F_NODE` may fault the page in, which allocates but never changes
 /// contents); it fails with `EFAULT` for an unmapped address.
+#[cfg(not(miri))]
 pub(crate) fn get_mempolicy(
     addr: usize,
     flags: libc::c_ulong,
@@ -211,11 +222,20 @@ pub(crate) fn get_mempolicy(
     }
 }
 
+/// A `move_pages` status no kernel writes (node numbers are >= 0, errnos
+/// small negatives): the value to start a status array at, so that an entry
+/// the kernel left alone is not read as "node 0".
+pub(crate) const STATUS_UNWRITTEN: libc::c_int = libc::c_int::MIN;
+
 /// `move_pages(0, pages.len(), pages, nodes, status, flags)` on this
 /// process: with `nodes` it migrates each page to its node (contents
 /// intact), without it only reports where each page is. `status[i]` gets a
 /// node number or a negative errno. Returns the number of pages the kernel
-/// reports as not migrated for non-fatal reasons.
+/// reports as not migrated for non-fatal reasons; when that number is
+/// positive, the kernel stopped at the batch that failed and did not write
+/// the status of that batch's pages nor of any later page (Linux 4.17 and
+/// later), so callers start `status` at [`STATUS_UNWRITTEN`].
+#[cfg(not(miri))]
 pub(crate) fn move_pages(
     pages: &[usize],
     nodes: Option<&[libc::c_int]>,
@@ -265,7 +285,8 @@ pub(crate) fn page_size() -> usize {
 /// Maps `len` bytes of private anonymous memory, reserved but not touched
 /// (`MAP_NORESERVE`): no page exists until first touch, so a policy set with
 /// [`mbind`] before then decides where every page goes.
-pub(crate) fn map_anonymous(len: usize) -> io::Result<std::ptr::NonNull<u8>> {
+#[cfg(not(miri))]
+pub(crate) fn map_anonymous(len: usize) -> io::Result<NonNull<u8>> {
     // SAFETY: a fresh anonymous private mapping at an address of the
     // kernel's choosing aliases no existing Rust object.
     let p = unsafe {
@@ -281,20 +302,87 @@ pub(crate) fn map_anonymous(len: usize) -> io::Result<std::ptr::NonNull<u8>> {
     if p == libc::MAP_FAILED {
         return Err(last_err());
     }
-    std::ptr::NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOMEM))
+    NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOMEM))
 }
 
-/// Unmaps a mapping made by [`map_anonymous`].
+/// Maps `len` bytes (whole pages) aligned to `align` (a power of two),
+/// like [`map_anonymous`]: a larger mapping with its unaligned head and
+/// its tail unmapped.
+#[cfg(not(miri))]
+pub(crate) fn map_aligned(len: usize, align: usize) -> io::Result<NonNull<u8>> {
+    let ps = page_size();
+    let align = align.max(ps);
+    if align == ps {
+        return map_anonymous(len);
+    }
+    let total = len
+        .checked_add(align - ps)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOMEM))?;
+    let raw = map_anonymous(total)?;
+    let head = raw.as_ptr().align_offset(align);
+    // SAFETY: head < align <= total - len, so `start` and `start + len` are
+    // inside the mapping (or at its end).
+    let start = unsafe { raw.add(head) };
+    // SAFETY: the head and the tail are page-aligned parts of the fresh
+    // mapping (its ends, `start` and `len` are page-aligned), unused.
+    unsafe {
+        if head > 0 {
+            unmap(raw, head);
+        }
+        if total - head > len {
+            unmap(start.add(len), total - head - len);
+        }
+    }
+    Ok(start)
+}
+
+/// [`map_aligned`], for memory that is never unmapped but when making it
+/// failed half-way (the bookkeeping of the slab pool, its reservations).
+/// The same call outside Miri; the stand-in keeps such memory reachable,
+/// so that Miri does not report it as leaked.
+#[cfg(not(miri))]
+pub(crate) fn map_permanent(len: usize, align: usize) -> io::Result<NonNull<u8>> {
+    map_aligned(len, align)
+}
+
+/// Unmaps a mapping made by [`map_anonymous`], [`map_aligned`] or
+/// [`map_permanent`].
 ///
 /// # Safety
-/// `ptr`/`len` must be exactly a live mapping returned by [`map_anonymous`]
-/// (or a page-aligned part of one), and nothing may use that memory
-/// afterwards.
-pub(crate) unsafe fn unmap(ptr: std::ptr::NonNull<u8>, len: usize) {
+/// `ptr`/`len` must be exactly a live mapping returned by one of them
+/// (outside Miri, a page-aligned part of one is fine too), and nothing may
+/// use that memory afterwards.
+#[cfg(not(miri))]
+pub(crate) unsafe fn unmap(ptr: NonNull<u8>, len: usize) {
     // SAFETY: the caller guarantees the range is ours and no longer used.
     let rc = unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
     debug_assert_eq!(rc, 0, "munmap: {}", io::Error::last_os_error());
 }
+
+/// Gives the pages of `[ptr + new_len, ptr + old_len)` back, keeping the
+/// start of the mapping; `false` when it cannot (under Miri), and the
+/// mapping is unchanged.
+///
+/// # Safety
+/// `ptr`/`old_len` is a live mapping of [`map_aligned`], `new_len <=
+/// old_len`, both whole pages, and nothing uses the tail afterwards.
+#[cfg(not(miri))]
+pub(crate) unsafe fn shrink_mapping(ptr: NonNull<u8>, old_len: usize, new_len: usize) -> bool {
+    if new_len < old_len {
+        // SAFETY: the tail is a page-aligned part of the mapping, unused
+        // from now on (contract).
+        unsafe { unmap(ptr.add(new_len), old_len - new_len) };
+    }
+    true
+}
+
+#[cfg(any(miri, test))]
+mod heap;
+#[cfg(miri)]
+pub(crate) use heap::{
+    get_mempolicy, getcpu, map_aligned, map_anonymous, map_permanent, mbind, move_pages,
+    shrink_mapping, unmap,
+};
 
 #[cfg(test)]
 mod tests {

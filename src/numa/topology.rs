@@ -43,6 +43,28 @@ pub enum TopologySource {
     /// Built by [`TopologyBuilder`] or [`Topology::single_node`] from a
     /// description.
     Described,
+    /// This machine's allowed CPUs as one node, because the machine has no
+    /// NUMA information a topology could be read from (some containers and
+    /// VMs): what a pool built with the default topology runs on there.
+    /// [`Topology::detect`] itself never falls back; it returns the error.
+    SingleNodeFallback {
+        /// Why: the error of the detection that failed.
+        reason: String,
+    },
+}
+
+impl fmt::Display for TopologySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopologySource::Sysfs => f.write_str("sysfs"),
+            TopologySource::Hwloc => f.write_str("hwloc"),
+            TopologySource::SysfsTree(root) => write!(f, "sysfs tree {}", root.display()),
+            TopologySource::Described => f.write_str("described"),
+            TopologySource::SingleNodeFallback { reason } => {
+                write!(f, "fallback, one node assumed: {reason}")
+            }
+        }
+    }
 }
 
 /// One NUMA node of a [`Topology`].
@@ -162,7 +184,11 @@ impl Topology {
         #[cfg(feature = "hwloc")]
         let topo = super::hwloc::from_hwloc()?;
         #[cfg(not(feature = "hwloc"))]
-        let topo = super::sysfs::read(Path::new("/sys"), TopologySource::Sysfs)?;
+        let topo = super::sysfs::read(
+            &super::sysfs::Disk,
+            Path::new("/sys"),
+            TopologySource::Sysfs,
+        )?;
         topo.restrict(&super::sys::allowed_cpus()?)
     }
 
@@ -174,7 +200,11 @@ impl Topology {
     /// As [`Topology::detect`], naming files below `root`.
     pub fn from_sysfs(root: impl AsRef<Path>) -> Result<Topology, NumaError> {
         let root = root.as_ref();
-        super::sysfs::read(root, TopologySource::SysfsTree(root.to_path_buf()))
+        super::sysfs::read(
+            &super::sysfs::Disk,
+            root,
+            TopologySource::SysfsTree(root.to_path_buf()),
+        )
     }
 
     /// A described topology from an hwloc synthetic description such as
@@ -224,6 +254,15 @@ impl Topology {
             vec![10],
             TopologySource::Described,
         )
+    }
+
+    /// [`Topology::single_node`] as this machine's topology, with
+    /// [`TopologySource::SingleNodeFallback`] and `reason`: the default
+    /// topology of a pool on a machine without NUMA information.
+    pub(crate) fn single_node_fallback(reason: String) -> Result<Topology, NumaError> {
+        let mut topo = Topology::single_node()?;
+        topo.source = TopologySource::SingleNodeFallback { reason };
+        Ok(topo)
     }
 
     /// A builder for described (synthetic) topologies.
@@ -415,22 +454,34 @@ impl Topology {
     }
 
     /// Whether this topology describes the machine the process runs on (so
-    /// its CPU numbers can be used for binding).
+    /// its CPU numbers can be used for binding): read from sysfs or hwloc,
+    /// or the [single-node fallback](TopologySource::SingleNodeFallback).
     pub fn is_this_machine(&self) -> bool {
-        matches!(self.source, TopologySource::Sysfs | TopologySource::Hwloc)
+        matches!(
+            self.source,
+            TopologySource::Sysfs
+                | TopologySource::Hwloc
+                | TopologySource::SingleNodeFallback { .. }
+        )
     }
 }
 
-/// Prints nodes, their L3 groups with CPUs, and the distance matrix.
+/// Prints nodes, their L3 groups with CPUs, and the distance matrix; for
+/// the [single-node fallback](TopologySource::SingleNodeFallback), the
+/// reason too.
 impl fmt::Display for Topology {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
+        write!(
             f,
             "{} node(s), {} L3 group(s), {} PU(s)",
             self.nodes.len(),
             self.groups.len(),
             self.pus.len()
         )?;
+        if let TopologySource::SingleNodeFallback { .. } = &self.source {
+            write!(f, " ({})", self.source)?;
+        }
+        writeln!(f)?;
         for node in &self.nodes {
             write!(f, "  {}: cpus {}", node.id, node.cpus)?;
             for &g in &node.groups {

@@ -440,11 +440,13 @@ impl<T> NodeVec<T> {
             .capacity()
             .min(isize::MAX as usize / mem::size_of::<T>().max(1));
         // SAFETY: slots len..cap are inside the mapping (or zero-sized), not
-        // aliased by the initialised prefix, and MaybeUninit needs no init.
+        // aliased by the initialised prefix, and MaybeUninit needs no init;
+        // a zero-sized vector may be longer than `cap` (`set_len` up to
+        // usize::MAX), and then has no spare slot.
         unsafe {
             std::slice::from_raw_parts_mut(
                 self.as_mut_ptr().add(self.len).cast::<MaybeUninit<T>>(),
-                cap - self.len,
+                cap.saturating_sub(self.len),
             )
         }
     }
@@ -465,11 +467,15 @@ impl<T> NodeVec<T> {
     /// is unchanged and `value` is dropped.
     pub fn try_push(&mut self, value: T) -> Result<(), NumaError> {
         if self.len == self.capacity() {
-            self.grow(
-                self.len
-                    .saturating_mul(2)
-                    .max(page_size() / mem::size_of::<T>().max(1)),
-            )?;
+            // Double, fill at least a page, and hold one more element: an
+            // element larger than a page makes the second term 0, and an
+            // empty vector the first.
+            let grown = self
+                .len
+                .saturating_mul(2)
+                .max(page_size() / mem::size_of::<T>().max(1))
+                .max(self.len.saturating_add(1));
+            self.grow(grown)?;
         }
         // SAFETY: len < capacity after growing; the slot is unused.
         unsafe { self.as_mut_ptr().add(self.len).write(value) };
@@ -496,7 +502,19 @@ impl<T> NodeVec<T> {
         unsafe { ptr::drop_in_place(ptr::slice_from_raw_parts_mut(self.as_mut_ptr(), len)) };
     }
 
+    /// Moves the elements into a new mapping with room for `new_cap`
+    /// elements, which must be more than `len` (a smaller one could not hold
+    /// them, and an equal one would leave a push nowhere to write).
     fn grow(&mut self, new_cap: usize) -> Result<(), NumaError> {
+        if new_cap <= self.len {
+            return Err(NumaError::OutOfMemory {
+                call: format!(
+                    "growing a NodeVec of {} elements to capacity {new_cap} \
+                     (the capacity must exceed the length)",
+                    self.len
+                ),
+            });
+        }
         let map = Mapping::new(bytes_for::<T>(new_cap)?, &self.placement)?;
         // SAFETY: both regions are valid for `len` elements and distinct
         // mappings; the old slots are then forgotten (moved, not dropped).
@@ -684,6 +702,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "asks the kernel where pages are")]
     fn vec_pages_are_on_the_bound_node_and_policy_is_set() {
         let n = node0();
         let v = NodeVec::from_fn_on(100_000, n, |i| i as u32).unwrap();
@@ -698,6 +717,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "asks the kernel where pages are")]
     fn untouched_capacity_is_not_present() {
         let v = NodeVec::<u64>::with_capacity_on(1 << 20, node0()).unwrap();
         let ps = page_size();
@@ -710,12 +730,17 @@ mod tests {
     fn push_grows_and_keeps_placement() {
         let n = node0();
         let mut v = NodeVec::with_capacity_on(0, n).unwrap();
-        for i in 0..10_000u64 {
+        // Miri runs about a million times slower: fewer pushes still grow
+        // the mapping twice.
+        let count: u64 = if cfg!(miri) { 1_200 } else { 10_000 };
+        for i in 0..count {
             v.try_push(i).unwrap();
         }
-        assert_eq!(v.len(), 10_000);
-        assert_eq!(v.iter().sum::<u64>(), 10_000 * 9_999 / 2);
-        assert_eq!(v.pop(), Some(9_999));
+        assert_eq!(v.len() as u64, count);
+        assert_eq!(v.iter().sum::<u64>(), count * (count - 1) / 2);
+        assert_eq!(v.pop(), Some(count - 1));
+        // The stand-in kernel of Miri keeps no policies.
+        #[cfg(not(miri))]
         assert_eq!(
             crate::numa::policy_at(v.as_ptr() as usize).unwrap(),
             MemPolicy::bind_to(n)
@@ -781,7 +806,7 @@ mod tests {
     fn blocked_shares_and_node_of() {
         let n = node0();
         let set: NodeSet = [n.os_index()].into_iter().collect();
-        let v = NodeVec::from_elem_on(0u8, 3 * page_size(), Placement::Blocked(set)).unwrap();
+        let v = NodeVec::from_elem_on(0u64, 3 * page_size() / 8, Placement::Blocked(set)).unwrap();
         assert_eq!(v.node_of(0), Some(n));
         assert_eq!(v.node_of(v.len() - 1), Some(n));
         assert_eq!(v.node_of(v.len()), None);
@@ -794,7 +819,58 @@ mod tests {
         );
     }
 
+    /// Elements larger than a page: an empty vector must grow to hold one
+    /// (it grew to capacity 0 and wrote through a dangling pointer).
     #[test]
+    fn push_onto_an_empty_vector_of_elements_larger_than_a_page() {
+        let mut v = NodeVec::<[u8; 8192]>::with_capacity_on(0, node0()).unwrap();
+        for i in 0..5u8 {
+            v.try_push([i; 8192]).unwrap();
+            assert!(v.capacity() >= v.len());
+        }
+        assert!(v
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e[..] == [i as u8; 8192][..]));
+        // Not a multiple of the page either.
+        let mut w = NodeVec::<[u64; 600]>::with_capacity_on(0, node0()).unwrap();
+        w.try_push([7; 600]).unwrap();
+        w.try_push([8; 600]).unwrap();
+        assert_eq!((w[0][599], w[1][0]), (7, 8));
+    }
+
+    #[test]
+    fn a_zero_sized_vector_longer_than_isize_max_has_no_spare_capacity() {
+        let mut v = NodeVec::<()>::with_capacity_on(0, node0()).unwrap();
+        // SAFETY: zero-sized elements need no initialisation, and the
+        // capacity of a zero-sized vector is usize::MAX.
+        unsafe { v.set_len(usize::MAX) };
+        assert_eq!(v.spare_capacity_mut().len(), 0);
+        let err = v.try_push(()).unwrap_err();
+        assert!(matches!(err, NumaError::OutOfMemory { .. }), "{err:?}");
+        assert_eq!(v.len(), usize::MAX);
+        // SAFETY: shrinking over zero-sized elements, which need no drop.
+        unsafe { v.set_len(3) };
+        assert_eq!(v.spare_capacity_mut().len(), isize::MAX as usize - 3);
+    }
+
+    #[test]
+    fn grow_refuses_a_capacity_that_does_not_hold_the_elements() {
+        let mut v = NodeVec::from_elem_on(3u32, 10, node0()).unwrap();
+        let err = v.grow(10).unwrap_err();
+        assert!(err.to_string().contains("10"), "{err}");
+        v.grow(5).unwrap_err();
+        let mut e = NodeVec::<u8>::with_capacity_on(0, node0()).unwrap();
+        e.grow(0).unwrap_err();
+        assert_eq!(e.capacity(), 0);
+        assert_eq!(&v[..], &[3; 10], "unchanged after a refused grow");
+        v.grow(11).unwrap();
+        assert!(v.capacity() >= 11);
+        assert_eq!(&v[..], &[3; 10]);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "asks the kernel where pages are")]
     fn node_box_round_trip() {
         let mut b = NodeBox::new_on(String::from("terroir"), node0()).unwrap();
         b.push_str(" rocks");

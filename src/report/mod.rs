@@ -40,6 +40,7 @@ mod output;
 use std::collections::BTreeMap;
 use std::fmt;
 
+#[cfg(feature = "report")]
 use serde::Serialize;
 
 use crate::numa::NodeId;
@@ -49,7 +50,8 @@ pub use crate::sched::{
 use crate::sched::{ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder};
 
 /// Count and time of one label's tasks in one run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "report", derive(Serialize))]
 pub struct RunStats {
     /// Tasks.
     pub count: u64,
@@ -60,7 +62,8 @@ pub struct RunStats {
 }
 
 /// A counter's mean per task in each run (`None`: not counted).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "report", derive(Serialize))]
 pub struct CounterRow {
     /// The counter's name.
     pub counter: String,
@@ -71,7 +74,8 @@ pub struct CounterRow {
 }
 
 /// One label's line of the report.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "report", derive(Serialize))]
 pub struct LabelRow {
     /// The label.
     pub label: String,
@@ -91,7 +95,8 @@ pub struct LabelRow {
 }
 
 /// The parallel run's thread time, split (Olivier et al.'s breakdown).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "report", derive(Serialize))]
 pub struct Breakdown {
     /// Workers × wall time of the parallel run, ns.
     pub total_ns: u64,
@@ -109,7 +114,21 @@ pub struct Breakdown {
 }
 
 impl Breakdown {
-    /// Parallel work ÷ sequential work (`r`).
+    /// Parallel work ÷ sequential work (`r`); an inflation of 25 % of the
+    /// sequential work gives 1.25.
+    ///
+    /// ```
+    /// use terroir::report::Breakdown;
+    /// let b = Breakdown {
+    ///     total_ns: 2_000,
+    ///     sequential_work_ns: 800,
+    ///     inflation_ns: 200,
+    ///     overhead_ns: 100,
+    ///     idle_ns: 850,
+    ///     unaccounted_ns: 50,
+    /// };
+    /// assert_eq!(b.work_ratio(), 1.25);
+    /// ```
     pub fn work_ratio(&self) -> f64 {
         let par = self.sequential_work_ns as i64 + self.inflation_ns;
         par as f64 / self.sequential_work_ns.max(1) as f64
@@ -142,7 +161,8 @@ pub(crate) struct Span {
 }
 
 /// A baseline and a parallel run compared; see the [module docs](self).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "report", derive(Serialize))]
 pub struct InflationReport {
     /// Workers of the parallel pool (`p`).
     pub threads: usize,
@@ -160,9 +180,9 @@ pub struct InflationReport {
     pub counters: Vec<String>,
     /// Counters that could not be opened, with the reason.
     pub unavailable: Vec<String>,
-    #[serde(skip)]
+    #[cfg_attr(feature = "report", serde(skip))]
     timeline: Vec<Span>,
-    #[serde(skip)]
+    #[cfg_attr(feature = "report", serde(skip))]
     baseline_breakdown: (u64, u64, u64, u64),
 }
 

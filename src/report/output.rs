@@ -1,5 +1,7 @@
-//! The report's outputs: JSON, CSV, a Chrome trace-event file (opens in
-//! Perfetto or `chrome://tracing`) and an SVG picture.
+//! The report's outputs: CSV, an SVG picture and, with the `report`
+//! feature (serde and serde_json), JSON and a Chrome trace-event file
+//! (opens in Perfetto or `chrome://tracing`). The text table is the
+//! report's `Display`, in every build.
 
 use std::fmt::Write as _;
 use std::io;
@@ -21,6 +23,7 @@ fn colour(node: Option<NodeId>) -> &'static str {
     })
 }
 
+#[cfg(feature = "report")]
 fn json_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
 }
@@ -38,7 +41,10 @@ fn xml_escape(s: &str) -> String {
 }
 
 impl InflationReport {
-    /// The report as JSON (every public field).
+    /// The report as JSON (every public field). Needs the `report`
+    /// feature.
+    #[cfg(feature = "report")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "report")))]
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("the report serialises")
     }
@@ -88,6 +94,9 @@ impl InflationReport {
 
     /// The parallel run as Chrome trace events: one track per worker, one
     /// slice per task (args: label, node, data node, counter deltas).
+    /// Needs the `report` feature.
+    #[cfg(feature = "report")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "report")))]
     pub fn to_chrome_trace(&self) -> String {
         let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
         let workers = self
@@ -265,8 +274,24 @@ impl InflationReport {
         o
     }
 
-    /// Writes `report.json`, `report.csv`, `trace.json` and `report.svg`
-    /// into `dir` (created if missing); returns their paths.
+    /// The JSON files, with the `report` feature.
+    #[cfg(feature = "report")]
+    fn serialised(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("report.json", self.to_json()),
+            ("trace.json", self.to_chrome_trace()),
+        ]
+    }
+
+    /// No JSON files without the `report` feature.
+    #[cfg(not(feature = "report"))]
+    fn serialised(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    /// Writes `report.csv` and `report.svg`, and with the `report` feature
+    /// `report.json` and `trace.json` too, into `dir` (created if missing);
+    /// returns their paths. (The text table is the report's `Display`.)
     ///
     /// # Errors
     /// The I/O error, with the path it concerns in its message.
@@ -274,12 +299,10 @@ impl InflationReport {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir)
             .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
-        let files = [
-            ("report.json", self.to_json()),
-            ("report.csv", self.to_csv()),
-            ("trace.json", self.to_chrome_trace()),
-            ("report.svg", self.to_svg()),
-        ];
+        let files = self
+            .serialised()
+            .into_iter()
+            .chain([("report.csv", self.to_csv()), ("report.svg", self.to_svg())]);
         let mut out = Vec::new();
         for (name, text) in files {
             let path = dir.join(name);

@@ -1,13 +1,16 @@
-//! [`ThreadPoolBuilder`]: a pool's configuration, its defaults and
-//! environment variables, and the errors of building a pool.
+//! [`ThreadPoolBuilder`]: a pool's configuration and the errors of
+//! building a pool. Its defaults and environment variables are resolved in
+//! `config.rs`; the threads are started through `thread_builder.rs`.
 
 use std::any::Any;
 use std::fmt;
 use std::io;
 
-use super::policy::{ParsePolicyError, Policy};
+use super::config::Settings;
+use super::policy::Policy;
 use super::registry::{init_global, Registry};
 use super::route::Distribution;
+use super::thread_builder::{CustomSpawn, DefaultSpawn, ThreadBuilder, ThreadSpawn};
 use super::thread_pool::ThreadPool;
 use crate::numa::{NumaError, Topology};
 
@@ -15,15 +18,42 @@ use crate::numa::{NumaError, Topology};
 /// [`ThreadPoolBuilder::panic_handler`]).
 pub(crate) type PanicHandler = dyn Fn(Box<dyn Any + Send>) + Send + Sync;
 
+/// A handler called with a worker's index when it starts or exits (see
+/// [`ThreadPoolBuilder::start_handler`], [`ThreadPoolBuilder::exit_handler`]).
+pub(crate) type ThreadHandler = dyn Fn(usize) + Send + Sync;
+
+/// rayon-core's text for [`ThreadPoolBuildError::GlobalPoolAlreadyInitialized`].
+const GLOBAL_POOL_ALREADY_INITIALIZED: &str =
+    "The global thread pool has already been initialized.";
+
+/// rayon-core's text for [`ThreadPoolBuildError::CurrentThreadAlreadyInPool`].
+const CURRENT_THREAD_ALREADY_IN_POOL: &str =
+    "The current thread is already part of another thread pool.";
+
 /// Why a pool could not be built. Each variant names the input at fault.
+/// The two errors rayon-core also has print rayon-core's texts.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ThreadPoolBuildError {
     /// [`ThreadPoolBuilder::build_global`] was called after the global pool
     /// had been built (explicitly or by first use).
     GlobalPoolAlreadyInitialized,
+    /// [`ThreadPoolBuilder::use_current_thread`] on a thread that is a
+    /// worker of a pool already.
+    CurrentThreadAlreadyInPool,
+    /// More workers than [`max_num_threads`](crate::max_num_threads) were
+    /// asked for with [`ThreadPoolBuilder::num_threads`].
+    TooManyThreads {
+        /// The number asked for.
+        requested: usize,
+        /// [`max_num_threads`](crate::max_num_threads).
+        max: usize,
+    },
     /// The topology could not be discovered.
     Topology(NumaError),
+    /// The process's cgroup CPU quota, which caps the default number of
+    /// workers, could not be read (see [`cpu_quota`](crate::numa::cpu_quota)).
+    CpuQuota(NumaError),
     /// An environment variable has a value that cannot be used.
     InvalidEnv {
         /// The variable.
@@ -42,7 +72,9 @@ pub enum ThreadPoolBuildError {
         /// The error from `sched_setaffinity`.
         source: NumaError,
     },
-    /// A worker thread could not be started.
+    /// A worker thread could not be started (by the default spawn handler,
+    /// or the error a [`spawn_handler`](ThreadPoolBuilder::spawn_handler)
+    /// returned).
     Spawn {
         /// The worker's index.
         worker: usize,
@@ -54,10 +86,15 @@ pub enum ThreadPoolBuildError {
 impl fmt::Display for ThreadPoolBuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::GlobalPoolAlreadyInitialized => {
-                f.write_str("the global thread pool has already been initialized")
-            }
+            Self::GlobalPoolAlreadyInitialized => f.write_str(GLOBAL_POOL_ALREADY_INITIALIZED),
+            Self::CurrentThreadAlreadyInPool => f.write_str(CURRENT_THREAD_ALREADY_IN_POOL),
+            Self::TooManyThreads { requested, max } => write!(
+                f,
+                "num_threads({requested}) is more than the {max} workers a pool may have \
+                 (max_num_threads())"
+            ),
             Self::Topology(e) => write!(f, "topology discovery failed: {e}"),
+            Self::CpuQuota(e) => write!(f, "cannot read the cgroup CPU quota: {e}"),
             Self::InvalidEnv { var, value, reason } => {
                 write!(f, "environment variable {var}={value:?}: {reason}")
             }
@@ -80,7 +117,7 @@ impl fmt::Display for ThreadPoolBuildError {
 impl std::error::Error for ThreadPoolBuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Topology(e) | Self::Pin { source: e, .. } => Some(e),
+            Self::Topology(e) | Self::CpuQuota(e) | Self::Pin { source: e, .. } => Some(e),
             Self::Spawn { source, .. } => Some(source),
             _ => None,
         }
@@ -93,14 +130,24 @@ impl From<NumaError> for ThreadPoolBuildError {
     }
 }
 
-/// Configures and builds a [`ThreadPool`] (or the global pool). Same names
-/// as `rayon::ThreadPoolBuilder`, plus [`topology`](Self::topology),
-/// [`policy`](Self::policy) and [`pin`](Self::pin).
+/// Configures and builds a [`ThreadPool`] (or the global pool). Same names,
+/// bounds and defaults as `rayon_core::ThreadPoolBuilder`, plus
+/// [`topology`](Self::topology), [`policy`](Self::policy),
+/// [`pin`](Self::pin), [`distribution`](Self::distribution),
+/// [`deque_order`](Self::deque_order) and
+/// [`push_threshold`](Self::push_threshold).
 ///
-/// Defaults: the machine's topology ([`Topology::detect`]), one worker per
-/// allowed processing unit (`TERROIR_NUM_THREADS` overrides), the
-/// [`Policy::Hierarchical`] policy (`TERROIR_POLICY` overrides), workers
-/// pinned to their PU when the topology is this machine's.
+/// Defaults: the machine's topology ([`Topology::detect`]; on a machine
+/// whose sysfs has no NUMA information, every allowed CPU as one node, see
+/// [`topology`](Self::topology)), one worker per allowed processing unit
+/// within the process's cgroup CPU quota (`TERROIR_NUM_THREADS`, else
+/// `RAYON_NUM_THREADS`, overrides), the [`Policy::Locality`] policy
+/// (`TERROIR_POLICY` overrides), workers pinned to their PU when the
+/// topology is this machine's (`TERROIR_PIN=0|1` overrides).
+///
+/// The type parameter is the spawn handler: the default one starts each
+/// worker on a thread of its own; [`spawn_handler`](Self::spawn_handler)
+/// replaces it.
 ///
 /// ```
 /// use terroir::{Policy, ThreadPoolBuilder};
@@ -113,40 +160,22 @@ impl From<NumaError> for ThreadPoolBuildError {
 /// assert_eq!(pool.current_num_threads(), 2);
 /// assert_eq!(pool.install(|| terroir::current_num_threads()), 2);
 /// ```
-#[derive(Default)]
-pub struct ThreadPoolBuilder {
-    num_threads: usize,
-    thread_name: Option<Box<dyn FnMut(usize) -> String>>,
-    stack_size: Option<usize>,
-    topology: Option<Topology>,
-    policy: Option<Policy>,
-    pin: Option<bool>,
-    panic_handler: Option<Box<PanicHandler>>,
-    distribution: Distribution,
-    deque_order: DequeOrder,
-    push_threshold: Option<usize>,
+pub struct ThreadPoolBuilder<S = DefaultSpawn> {
+    settings: Settings,
+    spawn_handler: S,
 }
 
-/// A builder with every default resolved.
-pub(crate) struct Config {
-    pub(crate) num_threads: usize,
-    pub(crate) thread_name: Option<Box<dyn FnMut(usize) -> String>>,
-    pub(crate) stack_size: Option<usize>,
-    pub(crate) topology: Topology,
-    pub(crate) policy: Policy,
-    pub(crate) pin: bool,
-    pub(crate) panic_handler: Option<Box<PanicHandler>>,
-    pub(crate) distribution: Distribution,
-    pub(crate) deque_order: DequeOrder,
-    pub(crate) push_threshold: u64,
+impl Default for ThreadPoolBuilder {
+    fn default() -> Self {
+        ThreadPoolBuilder {
+            settings: Settings::default(),
+            spawn_handler: DefaultSpawn,
+        }
+    }
 }
 
 /// Work-pushing ignores declared regions smaller than this (Drebes §7.2).
 pub const DEFAULT_PUSH_THRESHOLD: usize = 10_000;
-
-fn env(var: &'static str) -> Option<String> {
-    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
-}
 
 impl ThreadPoolBuilder {
     /// A builder with the defaults.
@@ -154,10 +183,84 @@ impl ThreadPoolBuilder {
         Self::default()
     }
 
-    /// Number of workers; 0 (the default) means `TERROIR_NUM_THREADS` if set,
-    /// else one per allowed processing unit. More workers than PUs share PUs.
+    /// Builds a pool whose workers run on scoped threads
+    /// ([`std::thread::scope`]), each started by calling `wrapper` with its
+    /// [`ThreadBuilder`] (which must call [`ThreadBuilder::run`]), and calls
+    /// `with_pool` with it. The pool is dropped when `with_pool` returns,
+    /// and this returns once every worker thread has exited, so the workers
+    /// may borrow from the caller (thread-locals set up around `run`, for
+    /// instance).
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// thread_local!(static SETTING: Cell<u32> = const { Cell::new(0) });
+    /// let setting = 7;
+    /// let seen = terroir::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .build_scoped(
+    ///         |thread| {
+    ///             SETTING.with(|s| s.set(setting)); // every worker sees it
+    ///             thread.run()
+    ///         },
+    ///         |pool| pool.install(|| SETTING.with(Cell::get)),
+    ///     )
+    ///     .unwrap();
+    /// assert_eq!(seen, 7);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`build`](ThreadPoolBuilder::build); a thread that cannot be
+    /// started is [`ThreadPoolBuildError::Spawn`].
+    pub fn build_scoped<W, F, R>(self, wrapper: W, with_pool: F) -> Result<R, ThreadPoolBuildError>
+    where
+        W: Fn(ThreadBuilder) + Sync,
+        F: FnOnce(&ThreadPool) -> R,
+    {
+        std::thread::scope(|scope| {
+            let wrapper = &wrapper;
+            let pool = self
+                .spawn_handler(|thread: ThreadBuilder| {
+                    let mut b = std::thread::Builder::new();
+                    if let Some(name) = thread.name() {
+                        b = b.name(name.to_owned());
+                    }
+                    if let Some(size) = thread.stack_size() {
+                        b = b.stack_size(size);
+                    }
+                    b.spawn_scoped(scope, move || wrapper(thread)).map(drop)
+                })
+                .build()?;
+            Ok(with_pool(&pool))
+        })
+    }
+}
+
+impl<S> ThreadPoolBuilder<S> {
+    /// Number of workers; 0 (the default) means `TERROIR_NUM_THREADS` if
+    /// set, else `RAYON_NUM_THREADS` if set, else one per allowed
+    /// processing unit (at most the process's cgroup CPU quota, rounded
+    /// up, as [`std::thread::available_parallelism`] counts). More workers
+    /// than PUs share PUs. More than [`max_num_threads`](crate::max_num_threads)
+    /// is an error when the pool is built (rayon-core lowers the count
+    /// silently).
     pub fn num_threads(mut self, n: usize) -> Self {
-        self.num_threads = n;
+        self.settings.num_threads = n;
+        self
+    }
+
+    /// Makes the calling thread worker 0 of the pool, so that only
+    /// `num_threads - 1` threads are started. The thread stays a worker of
+    /// the pool for the rest of its life (it is not given back when the
+    /// pool is dropped, as in rayon-core); it runs the pool's work only
+    /// while it waits in the pool (a `join`, a `scope`, an `install`, ...).
+    /// It is not pinned (its affinity mask stays the caller's), and it is
+    /// seated on the node of the CPU it runs on when the pool is built.
+    ///
+    /// # Errors
+    /// Building fails with [`ThreadPoolBuildError::CurrentThreadAlreadyInPool`]
+    /// on a thread that is a worker already.
+    pub fn use_current_thread(mut self) -> Self {
+        self.settings.use_current_thread = true;
         self
     }
 
@@ -166,79 +269,167 @@ impl ThreadPoolBuilder {
     where
         F: FnMut(usize) -> String + 'static,
     {
-        self.thread_name = Some(Box::new(f));
+        self.settings.thread_name = Some(Box::new(f));
         self
     }
 
     /// Stack size of worker threads, in bytes.
     pub fn stack_size(mut self, bytes: usize) -> Self {
-        self.stack_size = Some(bytes);
+        self.settings.stack_size = Some(bytes);
         self
     }
 
-    /// Handler for panics of [`spawn`](crate::spawn)ed jobs. Without one, such a panic
-    /// aborts the process (as in rayon), since nothing could observe it.
+    /// Handler for panics of [`spawn`](crate::spawn)ed jobs (and of the
+    /// start and exit handlers). Without one, such a panic aborts the
+    /// process (as in rayon), since nothing could observe it; if the
+    /// handler itself panics, the process aborts too.
     pub fn panic_handler<H>(mut self, handler: H) -> Self
     where
         H: Fn(Box<dyn Any + Send>) + Send + Sync + 'static,
     {
-        self.panic_handler = Some(Box::new(handler));
+        self.settings.panic_handler = Some(Box::new(handler));
         self
+    }
+
+    /// A function each worker calls with its index when it starts, before
+    /// it runs any job (after the pool's `build` has seen it pinned, so a
+    /// start handler may wait for the builder's thread). A panic in it goes
+    /// to the [`panic_handler`](Self::panic_handler); if that returns, the
+    /// worker starts normally.
+    pub fn start_handler<H>(mut self, handler: H) -> Self
+    where
+        H: Fn(usize) + Send + Sync + 'static,
+    {
+        self.settings.start_handler = Some(Box::new(handler));
+        self
+    }
+
+    /// A function each worker calls with its index when it exits (after
+    /// the pool is dropped and its work is done). A panic in it goes to the
+    /// [`panic_handler`](Self::panic_handler); if that returns, the worker
+    /// exits normally.
+    pub fn exit_handler<H>(mut self, handler: H) -> Self
+    where
+        H: Fn(usize) + Send + Sync + 'static,
+    {
+        self.settings.exit_handler = Some(Box::new(handler));
+        self
+    }
+
+    /// Replaces the way worker threads are started: `spawn` is called (on
+    /// the thread that builds the pool, in index order) with each worker's
+    /// [`ThreadBuilder`] and must call [`ThreadBuilder::run`] on a thread
+    /// of its own, which runs the worker until the pool is dropped. An
+    /// error it returns comes back from `build` as
+    /// [`ThreadPoolBuildError::Spawn`] (the workers started so far exit).
+    ///
+    /// `build` returns once every worker has started (pinned itself), so
+    /// `spawn` must not keep the builder to run it after `build` returns:
+    /// `build` would wait for it forever.
+    ///
+    /// What a handler may change: the thread itself (its name, stack size,
+    /// thread-locals and anything else set up on it before `run`), and
+    /// what it does after `run` returns. What it may not: where the worker
+    /// runs. `run` pins the thread to the worker's processing unit when
+    /// the pool pins (and gives the thread its previous affinity back when
+    /// it returns), and the worker's node is the node of that unit, as for
+    /// any other worker: places, node queues and statistics rely on it.
+    /// With `pin(false)` a handler that binds its threads elsewhere leaves
+    /// the pool's idea of each worker's node wrong.
+    ///
+    /// ```
+    /// let mut started = Vec::new();
+    /// let pool = terroir::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .spawn_handler(|thread| {
+    ///         started.push(thread.index());
+    ///         std::thread::Builder::new().spawn(|| thread.run())?;
+    ///         Ok(())
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(started, [0, 1]);
+    /// assert_eq!(pool.install(|| terroir::current_num_threads()), 2);
+    /// ```
+    pub fn spawn_handler<F>(self, spawn: F) -> ThreadPoolBuilder<CustomSpawn<F>>
+    where
+        F: FnMut(ThreadBuilder) -> io::Result<()>,
+    {
+        ThreadPoolBuilder {
+            settings: self.settings,
+            spawn_handler: CustomSpawn::new(spawn),
+        }
     }
 
     /// The topology to schedule on: this machine's by default, or a
     /// described one (then workers are not pinned unless [`pin`](Self::pin)
     /// says so).
+    ///
+    /// On a machine whose sysfs has no NUMA information (some containers and
+    /// VMs), the default is every CPU the process may use as one node, and
+    /// the pool's [`topology`](ThreadPool::topology) says so in its
+    /// [source](Topology::source)
+    /// ([`TopologySource::SingleNodeFallback`](crate::numa::TopologySource::SingleNodeFallback),
+    /// with the reason). [`Topology::detect`] itself returns the error.
     pub fn topology(mut self, topology: Topology) -> Self {
-        self.topology = Some(topology);
+        self.settings.topology = Some(topology);
         self
     }
 
-    /// The stealing policy (default [`Policy::Hierarchical`], or
+    /// The stealing policy (default [`Policy::Locality`], or
     /// `TERROIR_POLICY`).
     pub fn policy(mut self, policy: Policy) -> Self {
-        self.policy = Some(policy);
+        self.settings.policy = Some(policy);
         self
     }
 
     /// Whether to pin each worker to its processing unit. Default: pinned
-    /// when the topology is this machine's. Pinning a described topology's
-    /// CPUs fails with [`ThreadPoolBuildError::Pin`] when they do not exist.
+    /// when the topology is this machine's (`TERROIR_PIN=0` or `1`
+    /// overrides the default). Pinning a described topology's CPUs fails
+    /// with [`ThreadPoolBuildError::Pin`] when they do not exist.
     pub fn pin(mut self, pin: bool) -> Self {
-        self.pin = Some(pin);
+        self.settings.pin = Some(pin);
         self
     }
 
     /// How placed tasks are spread over their node's workers (default
-    /// [`Distribution::SharedQueue`]); only the `Locality` policies place.
+    /// [`Distribution::SharedQueue`]).
     pub fn distribution(mut self, distribution: Distribution) -> Self {
-        self.distribution = distribution;
+        self.settings.distribution = distribution;
         self
     }
 
     /// The order in which each worker takes jobs from its own deque
     /// (default [`DequeOrder::Lifo`], depth-first). `Fifo` is there to
     /// compare queue disciplines in benchmarks; `join` continuations stay
-    /// private either way until a thief asks for one.
+    /// private either way until a thief asks for one. For FIFO order of
+    /// some tasks only, use [`spawn_fifo`](crate::spawn_fifo) and
+    /// [`scope_fifo`](crate::scope_fifo).
     pub fn deque_order(mut self, order: DequeOrder) -> Self {
-        self.deque_order = order;
+        self.settings.deque_order = order;
         self
     }
 
     /// Work-pushing ([`Place::pushed`](crate::Place::pushed)) ignores declared regions smaller
     /// than `bytes` (default [`DEFAULT_PUSH_THRESHOLD`], 10 kB).
     pub fn push_threshold(mut self, bytes: usize) -> Self {
-        self.push_threshold = Some(bytes);
+        self.settings.push_threshold = Some(bytes);
         self
     }
+}
 
+impl<S: ThreadSpawn> ThreadPoolBuilder<S> {
     /// Builds a pool.
     ///
     /// # Errors
     /// See [`ThreadPoolBuildError`].
+    ///
+    /// # Panics
+    /// Propagates a panic of the [`thread_name`](Self::thread_name)
+    /// closure or of the spawn handler; the workers started so far exit.
     pub fn build(self) -> Result<ThreadPool, ThreadPoolBuildError> {
         Ok(ThreadPool {
-            registry: Registry::new(self)?,
+            registry: Registry::new(self.settings, self.spawn_handler)?,
         })
     }
 
@@ -249,66 +440,13 @@ impl ThreadPoolBuilder {
     /// [`ThreadPoolBuildError::GlobalPoolAlreadyInitialized`] if it exists
     /// already; otherwise as [`build`](Self::build).
     pub fn build_global(self) -> Result<(), ThreadPoolBuildError> {
-        init_global(self)
-    }
-
-    pub(crate) fn resolve(self) -> Result<Config, ThreadPoolBuildError> {
-        let topology = match self.topology {
-            Some(t) => t,
-            None => Topology::detect()?,
-        };
-        let num_threads = match (self.num_threads, env("TERROIR_NUM_THREADS")) {
-            (0, Some(v)) => match v.trim().parse::<usize>() {
-                Ok(0) => topology.pus().len(),
-                Ok(n) => n,
-                Err(e) => {
-                    return Err(ThreadPoolBuildError::InvalidEnv {
-                        var: "TERROIR_NUM_THREADS",
-                        value: v,
-                        reason: format!("not a thread count ({e})"),
-                    })
-                }
-            },
-            (0, None) => topology.pus().len(),
-            (n, _) => n,
-        };
-        let policy = match (self.policy, env("TERROIR_POLICY")) {
-            (Some(p), _) => p,
-            (None, Some(v)) => {
-                v.parse()
-                    .map_err(|e: ParsePolicyError| ThreadPoolBuildError::InvalidEnv {
-                        var: "TERROIR_POLICY",
-                        value: v.clone(),
-                        reason: e.to_string(),
-                    })?
-            }
-            (None, None) => Policy::default(),
-        };
-        let pin = self.pin.unwrap_or_else(|| topology.is_this_machine());
-        Ok(Config {
-            num_threads,
-            thread_name: self.thread_name,
-            stack_size: self.stack_size,
-            topology,
-            policy,
-            pin,
-            panic_handler: self.panic_handler,
-            distribution: self.distribution,
-            deque_order: self.deque_order,
-            push_threshold: self.push_threshold.unwrap_or(DEFAULT_PUSH_THRESHOLD) as u64,
-        })
+        init_global(self.settings, self.spawn_handler)
     }
 }
 
-impl fmt::Debug for ThreadPoolBuilder {
+impl<S> fmt::Debug for ThreadPoolBuilder<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ThreadPoolBuilder")
-            .field("num_threads", &self.num_threads)
-            .field("stack_size", &self.stack_size)
-            .field("policy", &self.policy)
-            .field("pin", &self.pin)
-            .field("topology", &self.topology.as_ref().map(|t| t.source()))
-            .finish_non_exhaustive()
+        self.settings.fmt(f)
     }
 }
 

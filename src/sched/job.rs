@@ -12,6 +12,8 @@ use std::mem;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 
+use crossbeam_deque::{Injector, Steal};
+
 use super::latch::Latch;
 use crate::numa::NodeId;
 use crate::pool::SlabPool;
@@ -29,6 +31,12 @@ pub(crate) struct JobRef {
 unsafe impl Send for JobRef {}
 
 impl JobRef {
+    /// Whether `a` and `b` refer to the same job.
+    #[inline]
+    pub(crate) fn same(a: JobRef, b: JobRef) -> bool {
+        std::ptr::eq(a.pointer, b.pointer) && std::ptr::fn_addr_eq(a.execute_fn, b.execute_fn)
+    }
+
     /// Runs the job.
     ///
     /// # Safety
@@ -189,6 +197,60 @@ impl<BODY: FnOnce() + Send> HeapJob<BODY> {
             SlabPool::global().dealloc(NonNull::new_unchecked(frame.cast()), Layout::new::<Self>())
         };
         (job.body)();
+    }
+}
+
+/// A FIFO of jobs behind stand-ins: [`push`](Self::push) queues a job and
+/// returns a stand-in job that, wherever and whenever it runs, runs the
+/// *oldest* queued job. A worker pushes the stand-in on its own deque, so
+/// the deque's order (newest first) decides *when* a FIFO job runs and
+/// the FIFO decides *which*: jobs spawned through one FIFO run in the
+/// order they were spawned, while LIFO spawns, joins and other FIFOs keep
+/// their places in between (`spawn_fifo`, `scope_fifo`; README §4).
+///
+/// There are as many stand-ins as queued jobs, each published after its
+/// job, so a stand-in always finds a job. The FIFO must outlive its
+/// stand-ins: a worker's FIFO lives as long as the worker, which cannot
+/// exit while a spawned job (counted in the pool's terminate count) is
+/// queued; a scope's lives in the scope, which waits for its jobs.
+pub(crate) struct JobFifo {
+    jobs: Injector<JobRef>,
+}
+
+impl JobFifo {
+    pub(crate) fn new() -> JobFifo {
+        JobFifo {
+            jobs: Injector::new(),
+        }
+    }
+
+    /// Queues `job` and returns its stand-in.
+    ///
+    /// # Safety
+    /// `self` must stay alive (and in place) until the stand-in has run.
+    pub(crate) unsafe fn push(&self, job: JobRef) -> JobRef {
+        self.jobs.push(job);
+        JobRef {
+            pointer: self as *const Self as *const (),
+            execute_fn: Self::execute,
+        }
+    }
+
+    /// # Safety
+    /// `this` is a live `JobFifo` with a job queued for this stand-in.
+    unsafe fn execute(this: *const ()) {
+        // SAFETY: the stand-in's FIFO is alive until it has run (contract
+        // of `push`).
+        let this = unsafe { &*(this as *const Self) };
+        loop {
+            match this.jobs.steal() {
+                // SAFETY: each queued job is taken once, by one stand-in,
+                // and executed once.
+                Steal::Success(job) => return unsafe { job.execute() },
+                Steal::Empty => unreachable!("a FIFO stand-in found its FIFO empty"),
+                Steal::Retry => std::hint::spin_loop(),
+            }
+        }
     }
 }
 

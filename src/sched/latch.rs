@@ -6,9 +6,11 @@
 //! the latch set. A worker that waits on a [`WorkerLatch`] may park; the setter
 //! then wakes it (see `sleep.rs` and `README.md` beside this file).
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Condvar, Mutex};
 
+use super::registry::Registry;
+use super::sync::{AtomicU8, Ordering};
 use super::worker::WorkerThread;
 
 /// Something a job sets when it is done.
@@ -26,10 +28,59 @@ const UNSET: u8 = 0;
 const SLEEPING: u8 = 1;
 const SET: u8 = 2;
 
+/// The state machine of a [`WorkerLatch`], UNSET → SLEEPING → SET (see
+/// `README.md` beside this file, "Latches"), apart from the owner it wakes,
+/// so that loom can check it with the sleep protocol (`sleep/loom.rs`).
+///
+/// ## Memory ordering
+/// [`set`](Self::set) is a SeqCst swap and [`probe`](Self::probe) an
+/// Acquire load: the job's writes (its result) happen before a probe that
+/// sees SET. The owner's UNSET → SLEEPING is a SeqCst compare-exchange made
+/// after it registered as a sleeper: either the setter's swap sees
+/// SLEEPING and wakes the owner, or the owner's exchange fails and it does
+/// not park.
+pub(crate) struct LatchState(AtomicU8);
+
+impl LatchState {
+    /// An unset latch.
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        LatchState(AtomicU8::new(UNSET))
+    }
+
+    /// Whether the latch is set (Acquire: the job's writes are visible).
+    #[inline]
+    pub(crate) fn probe(&self) -> bool {
+        self.0.load(Ordering::Acquire) == SET
+    }
+
+    /// The owner is about to park: UNSET → SLEEPING. Returns false when the
+    /// latch was set meanwhile (then the owner must not park).
+    pub(crate) fn get_sleepy(&self) -> bool {
+        self.0
+            .compare_exchange(UNSET, SLEEPING, Ordering::SeqCst, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// The owner decided not to park after all, or woke: SLEEPING → UNSET
+    /// (a no-op if the latch was set meanwhile).
+    pub(crate) fn wake_up(&self) {
+        let _ = self
+            .0
+            .compare_exchange(SLEEPING, UNSET, Ordering::SeqCst, Ordering::Relaxed);
+    }
+
+    /// Sets the latch; returns whether its owner was asleep (then the
+    /// setter must wake it).
+    pub(crate) fn set(&self) -> bool {
+        self.0.swap(SET, Ordering::SeqCst) == SLEEPING
+    }
+}
+
 /// A latch waited on by a worker thread, which keeps working (stealing)
 /// while it waits and may park; setting it wakes that worker.
 pub(crate) struct WorkerLatch {
-    state: AtomicU8,
+    state: LatchState,
     /// The worker that waits; alive while the latch is unset, since it
     /// waits for it on its own thread.
     owner: *const WorkerThread,
@@ -52,32 +103,26 @@ impl WorkerLatch {
     #[inline(always)]
     pub(crate) fn new(owner: &WorkerThread, cross: bool) -> Self {
         WorkerLatch {
-            state: AtomicU8::new(UNSET),
+            state: LatchState::new(),
             owner,
             cross,
         }
     }
 
-    /// Whether the latch is set (Acquire: the job's writes are visible).
+    /// Whether the latch is set (see [`LatchState::probe`]).
     #[inline]
     pub(crate) fn probe(&self) -> bool {
-        self.state.load(Ordering::Acquire) == SET
+        self.state.probe()
     }
 
-    /// The owner is about to park: UNSET → SLEEPING. Returns false when the
-    /// latch was set meanwhile (then the owner must not park).
+    /// See [`LatchState::get_sleepy`].
     pub(crate) fn get_sleepy(&self) -> bool {
-        self.state
-            .compare_exchange(UNSET, SLEEPING, Ordering::SeqCst, Ordering::Acquire)
-            .is_ok()
+        self.state.get_sleepy()
     }
 
-    /// The owner decided not to park after all: SLEEPING → UNSET (a no-op if
-    /// the latch was set meanwhile).
+    /// See [`LatchState::wake_up`].
     pub(crate) fn wake_up(&self) {
-        let _ = self
-            .state
-            .compare_exchange(SLEEPING, UNSET, Ordering::SeqCst, Ordering::Relaxed);
+        self.state.wake_up()
     }
 }
 
@@ -101,9 +146,8 @@ impl Latch for WorkerLatch {
         } else {
             None
         };
-        // SAFETY: alive until this store; SeqCst pairs with `get_sleepy`.
-        let old = unsafe { (*this).state.swap(SET, Ordering::SeqCst) };
-        if old == SLEEPING {
+        // SAFETY: alive until this swap; after it we touch `*this` no more.
+        if unsafe { (*this).state.set() } {
             // SAFETY: the registry is alive: either we are one of its workers
             // (holding an Arc) or `_guard` holds one.
             unsafe { (*registry).sleep.wake_specific(owner) };
@@ -148,24 +192,44 @@ impl<L: Latch> Latch for &L {
     }
 }
 
-/// Counts outstanding jobs of a scope; when the count reaches zero the inner
-/// latch is set. Starts at 1 (the scope's own body).
+/// Counts outstanding jobs of a scope (or of a broadcast); when the count
+/// reaches zero the inner latch is set.
 pub(crate) struct CountLatch {
     counter: AtomicUsize,
     kind: CountLatchKind,
 }
 
-pub(crate) enum CountLatchKind {
+enum CountLatchKind {
     /// Waited on by a worker, which keeps stealing.
     Stealing(WorkerLatch),
-    /// Waited on by a thread outside the pool.
+    /// Waited on by a thread outside every pool.
     Blocking(LockLatch),
 }
 
 impl CountLatch {
-    pub(crate) fn new(kind: CountLatchKind) -> Self {
+    /// A latch at 1 (a scope's own body) for jobs of `registry`'s pool,
+    /// waited on by `owner`, the waiting thread's worker if it is one (of
+    /// any pool: a worker of another pool is set by threads that are not
+    /// its pool's, see [`WorkerLatch::new`]).
+    pub(crate) fn new(registry: &Arc<Registry>, owner: Option<&WorkerThread>) -> Self {
+        Self::with_count(1, registry, owner)
+    }
+
+    /// As [`new`](Self::new), at `count`.
+    pub(crate) fn with_count(
+        count: usize,
+        registry: &Arc<Registry>,
+        owner: Option<&WorkerThread>,
+    ) -> Self {
+        let kind = match owner {
+            Some(wt) => {
+                let cross = !Arc::ptr_eq(wt.registry(), registry);
+                CountLatchKind::Stealing(WorkerLatch::new(wt, cross))
+            }
+            None => CountLatchKind::Blocking(LockLatch::default()),
+        };
         CountLatch {
-            counter: AtomicUsize::new(1),
+            counter: AtomicUsize::new(count),
             kind,
         }
     }
@@ -177,8 +241,15 @@ impl CountLatch {
         debug_assert!(old != 0, "count latch incremented after reaching zero");
     }
 
-    pub(crate) fn kind(&self) -> &CountLatchKind {
-        &self.kind
+    /// Waits until the count reaches zero: `owner` (the worker given to
+    /// [`new`](Self::new)) runs other work meanwhile, a thread outside
+    /// every pool blocks.
+    pub(crate) fn wait(&self, owner: Option<&WorkerThread>) {
+        match (&self.kind, owner) {
+            (CountLatchKind::Stealing(l), Some(wt)) => wt.wait_until(l),
+            (CountLatchKind::Blocking(l), _) => l.wait_and_reset(),
+            (CountLatchKind::Stealing(_), None) => unreachable!("stealing latch without owner"),
+        }
     }
 }
 

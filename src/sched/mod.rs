@@ -6,20 +6,26 @@
 //! | protocol | file |
 //! |---|---|
 //! | `join` and its private continuations (README §1) | `join/mod.rs`, `join/private.rs` |
-//! | splitting a running loop for a thief (README §4) | `join/split.rs` |
+//! | `join_context`, whose `b` is on the deque (README §1) | `join/context.rs` |
+//! | splitting a running loop for a thief (README §8) | `join/split.rs` |
 //! | where an idle worker looks (README §2) | `policy.rs`, `worker.rs` |
 //! | sleeping without losing a wake-up (README §3) | `sleep/mod.rs`, `sleep/wait.rs` |
 //! | hints left for later: the cost rule (README §3) | `hint.rs` |
 //! | places resolved to routes, placed spawns | `place.rs`, `route.rs` |
-//! | latches and jobs | `latch.rs`, `job.rs` |
-//! | scopes | `scope.rs` |
-//! | a pool's shared state, start and stop | `registry.rs` |
-//! | the public pool and its builder | `thread_pool.rs`, `builder.rs` |
+//! | latches and jobs, FIFO stand-ins (README §4) | `latch.rs`, `job.rs` |
+//! | scopes, FIFO scopes (README §4) | `scope.rs`, `scope_fifo.rs` |
+//! | broadcasts (README §5) | `broadcast.rs` |
+//! | task groups and the C API's frames (README §7) | `group/` |
+//! | a pool's shared state, start and stop (README §6) | `registry.rs`, `thread_builder.rs` |
+//! | the public pool and its builder, defaults and environment | `thread_pool.rs`, `builder.rs`, `config.rs` |
 //! | statistics | `stats.rs` |
 //! | recording tasks and counters | `record/` |
 
+mod broadcast;
 mod builder;
+mod config;
 mod first_touch;
+pub(crate) mod group;
 mod hint;
 mod job;
 mod join;
@@ -30,15 +36,19 @@ mod record;
 mod registry;
 mod route;
 mod scope;
+mod scope_fifo;
 mod sleep;
 mod stats;
+mod sync;
+mod thread_builder;
 mod thread_pool;
 mod worker;
 
+pub use broadcast::{broadcast, spawn_broadcast, BroadcastContext};
 pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD};
-pub use join::join;
-pub(crate) use join::{join_context, join_context_in, join_to, To};
-pub(crate) use latch::{Latch, WorkerLatch};
+pub use group::{TaskGroup, WouldDeadlock};
+pub use join::{join, join_context, FnContext};
+pub(crate) use join::{join_flagged, join_flagged_in, join_to, To};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
 pub use record::{
@@ -48,6 +58,11 @@ pub use record::{
 pub(crate) use registry::global_registry;
 pub use route::Distribution;
 pub use scope::{in_place_scope, scope, Scope};
+pub use scope_fifo::{in_place_scope_fifo, scope_fifo, ScopeFifo};
 pub use stats::{NodeStats, PoolStats};
-pub use thread_pool::{current_num_threads, current_thread_index, spawn, ThreadPool};
+pub use thread_builder::ThreadBuilder;
+pub use thread_pool::{
+    current_num_threads, current_thread_has_pending_tasks, current_thread_index, max_num_threads,
+    spawn, spawn_fifo, yield_local, yield_now, ThreadPool, Yield,
+};
 pub(crate) use worker::WorkerThread;

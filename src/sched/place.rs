@@ -3,11 +3,11 @@
 //! A [`Place`] is a NUMA node, a worker, the node of some data, the worker
 //! that last ran a task with the same key (temporal mode), or the node a
 //! set of declared accesses is cheapest from (work-pushing). It is a hint
-//! unless made [`strict`](Place::strict). How a pool honours places depends
-//! on its [`Policy`](crate::Policy): `Flat` and `Hierarchical` ignore them
-//! (they are the locality-oblivious baselines), `Locality` treats them as
-//! hints (strict ones stay strict) and `StrictLocality` makes every node or
-//! worker place strict.
+//! unless made [`strict`](Place::strict). A strict place is honoured under
+//! every [`Policy`](crate::Policy); what happens to a hint depends on the
+//! policy: `Flat` and `Hierarchical` ignore hints (they are the
+//! locality-oblivious baselines), `Locality` (the default) honours them as
+//! hints and `StrictLocality` makes every node or worker place strict.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -167,11 +167,11 @@ pub(crate) enum PlaceKind {
 /// A place is a NUMA node, a worker, the node of some data, the worker
 /// that last ran a task with the same key (temporal mode), or the node a
 /// set of declared accesses is cheapest from (work-pushing). It is a hint
-/// unless made [`strict`](Place::strict). How a pool honours places depends
-/// on its [`Policy`](crate::Policy): `Flat` and `Hierarchical` ignore them
-/// (they are the locality-oblivious baselines), `Locality` treats them as
-/// hints (strict ones stay strict) and `StrictLocality` makes every node or
-/// worker place strict.
+/// unless made [`strict`](Place::strict). A strict place is honoured under
+/// every [`Policy`](crate::Policy); what happens to a hint depends on the
+/// policy: `Flat` and `Hierarchical` ignore hints (they are the
+/// locality-oblivious baselines), `Locality` (the default) honours them as
+/// hints and `StrictLocality` makes every node or worker place strict.
 ///
 ///
 /// Make node and worker places with the pool ([`ThreadPool::node`],
@@ -314,13 +314,22 @@ impl Place {
     }
 
     /// Never run this task off its node (or worker): Olivier et al.'s
-    /// strict mode. Temporal and pushed places become strict once resolved.
+    /// strict mode, under every [`Policy`](crate::Policy) (`Flat` and
+    /// `Hierarchical` included). Temporal and pushed places become strict
+    /// once resolved.
     pub fn strict(mut self) -> Place {
         self.strict = true;
         self
     }
 
     /// Whether the place is strict.
+    ///
+    /// ```
+    /// let pool = terroir::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// let hint = pool.node(0).unwrap();
+    /// assert!(!hint.is_strict());
+    /// assert!(hint.strict().is_strict());
+    /// ```
     pub fn is_strict(&self) -> bool {
         self.strict
     }

@@ -5,32 +5,44 @@ use std::str::FromStr;
 
 use crate::numa::Topology;
 
-/// How an idle worker looks for work. Compare them with the benchmarks.
+/// How an idle worker looks for work, and how places are honoured. Compare
+/// them with the benchmarks.
+///
+/// A strict place ([`Place::strict`](crate::Place::strict)) is honoured
+/// under every policy: its task runs on its node (or worker) and nowhere
+/// else. The policies differ in how idle workers steal and in what they do
+/// with place *hints* (places not marked strict): `Flat` and
+/// `Hierarchical` ignore them (the task is an ordinary spawn),
+/// `Locality` honours them as hints, `StrictLocality` makes them strict.
 ///
 /// ```
 /// use terroir::Policy;
 /// assert_eq!("hierarchical".parse::<Policy>().unwrap(), Policy::Hierarchical);
 /// assert!("nearest".parse::<Policy>().is_err());
+/// assert_eq!(Policy::default(), Policy::Locality);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Policy {
     /// Random victim over all workers and node queues, topology ignored:
-    /// the locality-oblivious baseline (what rayon does).
+    /// the locality-oblivious baseline (what rayon does). Place hints are
+    /// ignored; strict places are honoured.
     Flat,
     /// Own deque → own node's queue → workers sharing my L3 → other workers
     /// of my node → other nodes nearest first (each node's queue, then its
-    /// workers), with a random start inside each level. Places are ignored:
-    /// the locality-aware stealer without data affinity.
-    #[default]
+    /// workers), with a random start inside each level: the locality-aware
+    /// stealer without data affinity. Place hints are ignored; strict
+    /// places are honoured.
     Hierarchical,
-    /// Hierarchical stealing, and places honoured as hints: a placed task
-    /// goes to its node (or worker) and another node takes it only when
-    /// every worker of that node is busy and the node's queued hints would
-    /// keep it busy for longer than running one away from its data costs
-    /// (the task's usual length times the SLIT distance ratio): a node
-    /// about to reach its last tasks keeps them, a backlog is shared.
-    /// Strict places stay strict.
+    /// The default. Hierarchical stealing, and places honoured as hints: a
+    /// placed task goes to its node (or worker) and another node takes it
+    /// only when every worker of that node is busy and the node's queued
+    /// hints would keep it busy for longer than running one away from its
+    /// data costs (the task's usual length times the SLIT distance ratio):
+    /// a node about to reach its last tasks keeps them, a backlog is
+    /// shared. Strict places stay strict. Unplaced tasks are scheduled as
+    /// under `Hierarchical`.
+    #[default]
     Locality,
     /// As `Locality`, but every node or worker place is strict: the task
     /// never runs anywhere else (Olivier et al.'s strict mode).
@@ -56,8 +68,10 @@ impl Policy {
         }
     }
 
-    /// Whether tasks spawned with a [`Place`](crate::Place) go there
-    /// (`Locality`, `StrictLocality`); the other policies ignore places.
+    /// Whether place hints are honoured: whether a task spawned with a
+    /// [`Place`](crate::Place) that is not strict goes there (`Locality`,
+    /// `StrictLocality`). The other policies ignore hints; strict places
+    /// are honoured under every policy.
     pub fn honours_places(self) -> bool {
         matches!(self, Policy::Locality | Policy::StrictLocality)
     }

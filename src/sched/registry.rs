@@ -4,12 +4,12 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
-use std::thread;
 
 use crossbeam_deque::{Injector, Worker};
 use crossbeam_utils::CachePadded;
 
-use super::builder::{DequeOrder, PanicHandler, ThreadPoolBuildError, ThreadPoolBuilder};
+use super::builder::{DequeOrder, PanicHandler, ThreadHandler, ThreadPoolBuildError};
+use super::config::{Config, Settings};
 use super::job::{halt_unwinding, HeapJob, JobRef, StackJob};
 use super::latch::{LockLatch, WorkerLatch};
 use super::place::Place;
@@ -18,8 +18,9 @@ use super::record::{self, Owner, PoolRecorder, RecordError, RecordOptions, Recor
 use super::route::{Distribution, RECENT_SLOTS};
 use super::sleep::Sleep;
 use super::stats::WorkerStats;
+use super::thread_builder::{DefaultSpawn, ThreadBuilder, ThreadSpawn};
 use super::worker::{WorkerInfo, WorkerThread};
-use crate::numa::{self, CpuSet, Topology};
+use crate::numa::{self, Topology};
 
 /// A pool's shared state.
 pub(crate) struct Registry {
@@ -68,8 +69,18 @@ pub(crate) struct Registry {
     pub(super) terminate_count: AtomicUsize,
     pub(super) terminating: AtomicBool,
     pub(super) panic_handler: Option<Box<PanicHandler>>,
+    /// Called by each worker with its index when it starts and exits.
+    pub(super) start_handler: Option<Box<ThreadHandler>>,
+    pub(super) exit_handler: Option<Box<ThreadHandler>>,
+    /// Held while a broadcast's jobs are pushed, so that every worker
+    /// receives concurrent broadcasts in the same order (see
+    /// `broadcast.rs`).
+    pub(super) broadcast_lock: Mutex<()>,
     pub(super) pinned: bool,
     pub(super) recorder: PoolRecorder,
+    /// A word the C API tags its pools with (their handles), so that it
+    /// knows the pool of the calling worker without a lookup; 0: untagged.
+    pub(super) tag: AtomicUsize,
 }
 
 static GLOBAL: OnceLock<Arc<Registry>> = OnceLock::new();
@@ -78,8 +89,10 @@ static GLOBAL_INIT: Mutex<()> = Mutex::new(());
 /// The global pool's registry, built with the default builder on first use.
 ///
 /// # Panics
-/// If the default pool cannot be built (for instance the machine exposes no
-/// NUMA information); the message names the cause and the way out.
+/// If the default pool cannot be built (an environment variable with a bad
+/// value, a garbled sysfs file, no thread could be started); the message
+/// names the cause and the way out. A machine without NUMA information is
+/// not a cause: the default topology is then one node.
 pub(crate) fn global_registry() -> &'static Arc<Registry> {
     if let Some(r) = GLOBAL.get() {
         return r;
@@ -88,23 +101,25 @@ pub(crate) fn global_registry() -> &'static Arc<Registry> {
     if let Some(r) = GLOBAL.get() {
         return r;
     }
-    match Registry::new(ThreadPoolBuilder::new()) {
+    match Registry::new(Settings::default(), DefaultSpawn) {
         Ok(r) => GLOBAL.get_or_init(|| r),
         Err(e) => panic!(
             "terroir: the global thread pool could not be built: {e}. Configure it \
-             explicitly with ThreadPoolBuilder::new()...build_global() before first use \
-             (e.g. .topology(Topology::single_node()?) on machines without NUMA information)"
+             explicitly with ThreadPoolBuilder::new()...build_global() before first use"
         ),
     }
 }
 
-/// Installs `builder`'s pool as the global one.
-pub(crate) fn init_global(builder: ThreadPoolBuilder) -> Result<(), ThreadPoolBuildError> {
+/// Installs the pool of `settings` and `spawn` as the global one.
+pub(crate) fn init_global<S: ThreadSpawn>(
+    settings: Settings,
+    spawn: S,
+) -> Result<(), ThreadPoolBuildError> {
     let _guard = GLOBAL_INIT.lock().unwrap_or_else(|e| e.into_inner());
     if GLOBAL.get().is_some() {
         return Err(ThreadPoolBuildError::GlobalPoolAlreadyInitialized);
     }
-    let registry = Registry::new(builder)?;
+    let registry = Registry::new(settings, spawn)?;
     GLOBAL
         .set(registry)
         .map_err(|_| ThreadPoolBuildError::GlobalPoolAlreadyInitialized)
@@ -141,11 +156,82 @@ fn interleave(lists: Vec<Vec<usize>>) -> Vec<usize> {
 }
 
 impl Registry {
-    /// Builds the registry and starts (and, if asked, pins) its workers.
-    pub(crate) fn new(builder: ThreadPoolBuilder) -> Result<Arc<Registry>, ThreadPoolBuildError> {
-        let config = builder.resolve()?;
+    /// Builds the registry and starts (and, if asked, pins) its workers
+    /// through `spawn`; with `use_current_thread`, the calling thread
+    /// becomes worker 0. Returns once every started worker has pinned
+    /// itself (or failed to). If this returns an error or unwinds (a
+    /// panicking `thread_name` closure or spawn handler), the pool
+    /// terminates: the workers started so far exit.
+    pub(crate) fn new<S: ThreadSpawn>(
+        settings: Settings,
+        mut spawn: S,
+    ) -> Result<Arc<Registry>, ThreadPoolBuildError> {
+        let mut config = settings.resolve()?;
+        if config.use_current_thread && WorkerThread::current().is_some() {
+            return Err(ThreadPoolBuildError::CurrentThreadAlreadyInPool);
+        }
+        let mut thread_name = config.thread_name.take();
+        let stack_size = config.stack_size;
+        let use_current_thread = config.use_current_thread;
+        let (registry, deques) = Registry::create(config);
+        let terminate = TerminateOnDrop(&registry);
+        let (started_tx, started) = mpsc::channel();
+        let mut current = None;
+        let mut spawned = Vec::new();
+        for (index, deque) in deques.into_iter().enumerate() {
+            if index == 0 && use_current_thread {
+                current = Some(deque);
+                continue;
+            }
+            let thread = ThreadBuilder {
+                name: thread_name.as_mut().map(|name| name(index)),
+                stack_size,
+                index,
+                registry: Arc::clone(&registry),
+                deque,
+                started: started_tx.clone(),
+            };
+            spawn
+                .spawn(thread)
+                .map_err(|source| ThreadPoolBuildError::Spawn {
+                    worker: index,
+                    source,
+                })?;
+            spawned.push(index);
+        }
+        drop(started_tx);
+        let mut reported = Vec::with_capacity(spawned.len());
+        while reported.len() < spawned.len() {
+            match started.recv() {
+                Ok(Ok(index)) => reported.push(index),
+                Ok(Err(e)) => return Err(e),
+                // Every sender is gone, but some worker never reported: a
+                // spawn handler dropped its `ThreadBuilder` without calling
+                // `run`.
+                Err(_) => return Err(never_ran(&spawned, reported)),
+            }
+        }
+        if let Some(deque) = current {
+            WorkerThread::adopt_current(Arc::clone(&registry), 0, deque);
+        }
+        std::mem::forget(terminate);
+        Ok(registry)
+    }
+
+    /// The registry of `config`'s pool, and its workers' deques.
+    fn create(config: Config) -> (Arc<Registry>, Vec<Worker<JobRef>>) {
         let topo = config.topology;
-        let order = pu_order(&topo);
+        let mut order = pu_order(&topo);
+        if config.use_current_thread {
+            // Worker 0 is the calling thread, which is not pinned: seat it
+            // on the PU it runs on.
+            let here = numa::sys::current_cpu()
+                .and_then(|cpu| order.iter().position(|&p| topo.pus()[p].os_index() == cpu));
+            if let Some(i) = here {
+                let pu = order.remove(i);
+                order.insert(0, pu);
+            }
+        }
         let n = config.num_threads;
         let pus: Vec<usize> = (0..n).map(|i| order[i % order.len()]).collect();
         let seats: Vec<Seat> = pus
@@ -177,6 +263,7 @@ impl Registry {
                     strict_inbox: Injector::new(),
                     stats: WorkerStats::new(topo.nodes().len()),
                     rec: Slot::new(),
+                    groups_adopted: AtomicUsize::new(0),
                 })
             })
             .collect();
@@ -243,70 +330,16 @@ impl Registry {
             terminate_count: AtomicUsize::new(1),
             terminating: AtomicBool::new(false),
             panic_handler: config.panic_handler,
+            start_handler: config.start_handler,
+            exit_handler: config.exit_handler,
+            broadcast_lock: Mutex::new(()),
             pinned: config.pin,
             recorder: PoolRecorder::new(),
+            tag: AtomicUsize::new(0),
             topology: topo,
         });
 
-        let (started_tx, started) = mpsc::channel();
-        let mut name = config.thread_name;
-        for (index, deque) in deques.into_iter().enumerate() {
-            let mut b = thread::Builder::new();
-            if let Some(name) = name.as_mut() {
-                b = b.name(name(index));
-            }
-            if let Some(size) = config.stack_size {
-                b = b.stack_size(size);
-            }
-            let reg = Arc::clone(&registry);
-            let tx = started_tx.clone();
-            let spawned = b.spawn(move || {
-                let cpu = reg.workers[index].cpu;
-                let pinned = if reg.pinned {
-                    numa::bind_current_thread(&CpuSet::from_iter([cpu]))
-                } else {
-                    Ok(())
-                };
-                let ok = pinned.is_ok();
-                if ok && reg.pinned {
-                    // Task frames and other small allocations of this
-                    // worker come from its node's slabs. If the process may
-                    // not allocate on that node (a cpuset with the CPU but
-                    // not the memory), the slab pool keeps its documented
-                    // choice: the lowest allowed node (`thread_node`).
-                    let node = reg.topology.nodes()[reg.workers[index].seat.node].id();
-                    let _ = crate::pool::set_thread_node(node);
-                }
-                let _ = tx.send(pinned.map_err(|source| ThreadPoolBuildError::Pin {
-                    worker: index,
-                    cpu,
-                    source,
-                }));
-                drop(tx);
-                if ok {
-                    WorkerThread::run(reg, index, deque);
-                }
-            });
-            if let Err(source) = spawned {
-                registry.terminate();
-                return Err(ThreadPoolBuildError::Spawn {
-                    worker: index,
-                    source,
-                });
-            }
-        }
-        drop(started_tx);
-        for _ in 0..n {
-            match started.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    registry.terminate();
-                    return Err(e);
-                }
-                Err(_) => break,
-            }
-        }
-        Ok(registry)
+        (registry, deques)
     }
 
     /// Number of workers.
@@ -459,20 +492,7 @@ impl Registry {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.terminate_count.fetch_add(1, Ordering::Relaxed);
-        let registry = RegistryPtr(self);
-        let body = move || {
-            let registry = registry;
-            // SAFETY: the job runs on a worker of this registry (only its
-            // workers take jobs from its queues), which holds an `Arc` of
-            // it until it exits, and it cannot exit before this job ends:
-            // the job's terminate count keeps the pool from terminating.
-            let registry = unsafe { &*registry.0 };
-            if let Err(p) = halt_unwinding(f) {
-                registry.handle_panic(p);
-            }
-            registry.terminate();
-        };
+        let body = self.static_body(f);
         match place {
             None => {
                 // SAFETY: the body is 'static.
@@ -484,12 +504,64 @@ impl Registry {
         }
     }
 
+    /// Spawns a `'static` job as [`spawn_static`](Self::spawn_static)
+    /// does, in FIFO order among the `spawn_fifo`s of the spawning worker
+    /// (through its `JobFifo`); from outside the pool, injected as any
+    /// job from outside.
+    pub(crate) fn spawn_static_fifo<F>(&self, f: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let body = self.static_body(f);
+        // SAFETY: the body is 'static.
+        let job = unsafe { HeapJob::new(body).into_job_ref(None) };
+        match WorkerThread::current() {
+            // SAFETY: a worker's FIFO lives as long as the worker, which
+            // cannot exit while this job holds the pool's terminate count.
+            Some(wt) if std::ptr::eq(Arc::as_ptr(&wt.registry), self) => unsafe {
+                wt.push_fifo(&wt.fifo, job)
+            },
+            _ => self.inject(job),
+        }
+    }
+
+    /// `f` as the body of a `'static` job: it holds one count of the
+    /// pool's life (taken now, given back when it ends), and its panic
+    /// goes to the panic handler.
+    pub(super) fn static_body<F>(&self, f: F) -> impl FnOnce() + Send + 'static
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.terminate_count.fetch_add(1, Ordering::Relaxed);
+        let registry = RegistryPtr(self);
+        move || {
+            let registry = registry;
+            // SAFETY: the job runs on a worker of this registry (only its
+            // workers take jobs from its queues), which holds an `Arc` of
+            // it until it exits, and it cannot exit before this job ends:
+            // the job's terminate count keeps the pool from terminating.
+            let registry = unsafe { &*registry.0 };
+            if let Err(p) = halt_unwinding(f) {
+                registry.handle_panic(p);
+            }
+            registry.terminate();
+        }
+    }
+
     /// Pushes on the current worker's deque when it belongs to this pool,
     /// otherwise injects.
     pub(crate) fn push_or_inject(&self, job: JobRef) {
         match WorkerThread::current() {
             Some(wt) if std::ptr::eq(Arc::as_ptr(&wt.registry), self) => wt.push(job),
             _ => self.inject(job),
+        }
+    }
+
+    /// Runs user code that nobody waits for (a start or exit handler): a
+    /// panic goes to the panic handler, as a spawned job's does.
+    pub(crate) fn call_user(&self, f: impl FnOnce()) {
+        if let Err(p) = halt_unwinding(f) {
+            self.handle_panic(p);
         }
     }
 
@@ -510,6 +582,25 @@ impl Registry {
         }
     }
 
+    /// Takes one more reference to the pool's life (as a `'static` spawn
+    /// does), unless it has ended already: `false` then (the workers
+    /// finish what is queued and exit; nothing new may count on them).
+    pub(crate) fn try_keep_alive(&self) -> bool {
+        let mut n = self.terminate_count.load(Ordering::Relaxed);
+        while n > 0 {
+            match self.terminate_count.compare_exchange_weak(
+                n,
+                n + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => n = now,
+            }
+        }
+        false
+    }
+
     /// Drops one reference to the pool's life; at zero the workers finish
     /// what is queued and exit.
     pub(crate) fn terminate(&self) {
@@ -520,10 +611,38 @@ impl Registry {
     }
 }
 
+/// Terminates a pool being built unless forgotten: on an error or a panic
+/// while its workers start, those started so far exit.
+struct TerminateOnDrop<'a>(&'a Registry);
+
+impl Drop for TerminateOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.terminate();
+    }
+}
+
+/// The error for a worker whose spawn handler dropped its [`ThreadBuilder`]
+/// without running it: the first of `spawned` that did not report.
+#[cold]
+fn never_ran(spawned: &[usize], mut seen: Vec<usize>) -> ThreadPoolBuildError {
+    seen.sort_unstable();
+    let worker = spawned
+        .iter()
+        .copied()
+        .find(|w| seen.binary_search(w).is_err())
+        .unwrap_or(0);
+    ThreadPoolBuildError::Spawn {
+        worker,
+        source: std::io::Error::other(
+            "the spawn handler dropped the worker's ThreadBuilder without calling run()",
+        ),
+    }
+}
+
 /// A registry pointer that a `'static` job carries without a reference
-/// count (see [`Registry::spawn_static`] for why it stays valid).
+/// count (see [`Registry::static_body`] for why it stays valid).
 struct RegistryPtr(*const Registry);
 
 // SAFETY: the registry is `Sync`; the pointer is only dereferenced while
-// the registry is alive (see `Registry::spawn_static`).
+// the registry is alive (see `Registry::static_body`).
 unsafe impl Send for RegistryPtr {}

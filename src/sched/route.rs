@@ -65,7 +65,16 @@ pub(crate) enum Declared {
 }
 
 impl Declared {
+    #[inline]
     fn of(data: &[Access]) -> Declared {
+        const NONE: Declared = Declared::Inline {
+            bytes: 0,
+            len: 0,
+            nodes: [(numa::NodeId::new(0), 0); INLINE_NODES],
+        };
+        if data.is_empty() {
+            return NONE;
+        }
         let mut bytes = 0;
         let mut len = 0;
         let mut nodes = [(numa::NodeId::new(0), 0); INLINE_NODES];
@@ -261,7 +270,7 @@ impl Registry {
             body()
         });
         // SAFETY: forwarded from the caller.
-        let job = unsafe { job.into_job_ref(self.frame_node(route)) };
+        let job = unsafe { job.into_job_ref(self.frame_node(route, here)) };
         self.push_routed(route, job, here);
     }
 
@@ -274,13 +283,15 @@ impl Registry {
     /// placing policies find such places in the match below, without a
     /// second lookup.
     pub(crate) fn route(&self, place: &Place, here: Option<&WorkerThread>) -> Route {
-        if !self.policy.honours_places() {
+        let strict = place.strict || self.policy == Policy::StrictLocality;
+        if !strict && !self.policy.honours_places() {
+            // `Flat` and `Hierarchical` ignore hints; a strict place is
+            // honoured under every policy (below).
             return match self.check_place(place) {
                 Ok(()) => Route::Unplaced,
                 Err(_) => self.unroutable(),
             };
         }
-        let strict = place.strict || self.policy == Policy::StrictLocality;
         match place.target {
             place::PlaceKind::Anywhere => Route::Unplaced,
             place::PlaceKind::Node(id) => match self.topology.node_index(id) {
@@ -335,8 +346,14 @@ impl Registry {
     /// The node a placed job's frame should live on: the node it is sent
     /// to, when the workers are pinned to the machine's real nodes (on a
     /// described topology the node numbers need not exist). `None`: the
-    /// spawning thread's node.
-    pub(crate) fn frame_node(&self, route: Route) -> Option<numa::NodeId> {
+    /// spawning thread's node, also when that is where the job goes (a
+    /// spawning worker's node: its slab cache serves the frame without a
+    /// lock).
+    pub(crate) fn frame_node(
+        &self,
+        route: Route,
+        here: Option<&WorkerThread>,
+    ) -> Option<numa::NodeId> {
         if !self.pinned {
             return None;
         }
@@ -345,6 +362,9 @@ impl Registry {
             Route::Node { node, .. } => node,
             Route::Worker { worker, .. } => self.workers[worker].seat.node,
         };
+        if here.is_some_and(|wt| wt.node == node) {
+            return None;
+        }
         Some(self.topology.nodes()[node].id())
     }
 

@@ -1,4 +1,7 @@
 //! `scope` and `in_place_scope`: spawn borrowed work, wait for all of it.
+//! [`ScopeBase`] is what a [`Scope`] and a
+//! [`ScopeFifo`](super::scope_fifo::ScopeFifo) share: the pool, the count
+//! of outstanding jobs and the first panic.
 
 use std::any::Any;
 use std::marker::PhantomData;
@@ -6,8 +9,8 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
-use super::job::{halt_unwinding, HeapJob};
-use super::latch::{CountLatch, CountLatchKind, Latch, LockLatch, WorkerLatch};
+use super::job::{halt_unwinding, HeapJob, JobRef};
+use super::latch::{CountLatch, Latch};
 use super::place::{Place, PlaceError};
 use super::registry::{global_registry, Registry};
 use super::worker::WorkerThread;
@@ -17,7 +20,12 @@ use super::worker::WorkerThread;
 /// [`in_place_scope`](crate::in_place_scope). Same contract as
 /// `rayon::Scope`.
 pub struct Scope<'scope> {
-    registry: Arc<Registry>,
+    base: ScopeBase<'scope>,
+}
+
+/// The state every kind of scope has.
+pub(super) struct ScopeBase<'scope> {
+    pub(super) registry: Arc<Registry>,
     /// The first panic of a spawned task (or of the body), rethrown at the end.
     panic: AtomicPtr<Box<dyn Any + Send + 'static>>,
     latch: CountLatch,
@@ -26,8 +34,13 @@ pub struct Scope<'scope> {
     marker: PhantomData<ScopeMarker<'scope>>,
 }
 
-/// The variance and auto-trait marker of [`Scope`] (as in rayon-core).
+/// The variance and auto-trait marker of a scope (as in rayon-core).
 type ScopeMarker<'scope> = Box<dyn FnOnce(&Scope<'scope>) + Send + Sync + 'scope>;
+
+/// A scope type, for the code its kinds share.
+pub(super) trait HasBase<'scope>: Sync {
+    fn base(&self) -> &ScopeBase<'scope>;
+}
 
 /// Creates a scope on a worker of the current pool (the global pool when
 /// called from outside any pool), runs `op` in it, and returns once `op` and
@@ -64,7 +77,7 @@ where
 {
     let run = |wt: &WorkerThread, _: bool| {
         let scope = Scope::new(wt.registry(), Some(wt));
-        scope.complete(Some(wt), || op(&scope))
+        scope.base.complete(Some(wt), || op(&scope))
     };
     match WorkerThread::current() {
         Some(wt) => run(wt, false),
@@ -89,16 +102,21 @@ pub fn in_place_scope<'scope, OP, R>(op: OP) -> R
 where
     OP: FnOnce(&Scope<'scope>) -> R,
 {
-    match WorkerThread::current() {
-        Some(wt) => {
-            let scope = Scope::new(wt.registry(), Some(wt));
-            scope.complete(Some(wt), || op(&scope))
-        }
-        None => {
-            let scope = Scope::new(global_registry(), None);
-            scope.complete(None, || op(&scope))
-        }
-    }
+    let owner = WorkerThread::current();
+    let registry = owner.map_or_else(global_registry, WorkerThread::registry);
+    in_place_scope_in(registry, op)
+}
+
+/// [`in_place_scope`] whose spawns go to `registry`'s pool. The calling
+/// thread, if it is a worker (of any pool), runs its pool's work while it
+/// waits for the scope's jobs; otherwise it blocks.
+pub(crate) fn in_place_scope_in<'scope, OP, R>(registry: &Arc<Registry>, op: OP) -> R
+where
+    OP: FnOnce(&Scope<'scope>) -> R,
+{
+    let owner = WorkerThread::current();
+    let scope = Scope::new(registry, owner);
+    scope.base.complete(owner, || op(&scope))
 }
 
 /// A `Send` raw pointer to a scope, for the spawned jobs.
@@ -109,17 +127,16 @@ unsafe impl<T> Send for ScopePtr<T> {}
 // SAFETY: as above.
 unsafe impl<T> Sync for ScopePtr<T> {}
 
+impl<'scope> HasBase<'scope> for Scope<'scope> {
+    fn base(&self) -> &ScopeBase<'scope> {
+        &self.base
+    }
+}
+
 impl<'scope> Scope<'scope> {
     pub(crate) fn new(registry: &Arc<Registry>, owner: Option<&WorkerThread>) -> Self {
-        let kind = match owner {
-            Some(wt) => CountLatchKind::Stealing(WorkerLatch::new(wt, false)),
-            None => CountLatchKind::Blocking(LockLatch::default()),
-        };
         Scope {
-            registry: Arc::clone(registry),
-            panic: AtomicPtr::new(ptr::null_mut()),
-            latch: CountLatch::new(kind),
-            marker: PhantomData,
+            base: ScopeBase::new(registry, owner),
         }
     }
 
@@ -174,10 +191,12 @@ impl<'scope> Scope<'scope> {
     }
 
     /// Spawns `body` at `place`: on its node or worker, as a hint or
-    /// strictly (see [`Place`]), under the `Locality` policies; like
-    /// [`spawn`](Self::spawn) under `Flat` and `Hierarchical`. Declared data
-    /// counts in the pool's [locality ratio](crate::PoolStats::locality_ratio)
-    /// under every policy.
+    /// strictly (see [`Place`]). A strict place is honoured under every
+    /// policy; a hint under `Locality` and `StrictLocality` only (`Flat`
+    /// and `Hierarchical` ignore hints: the task is then a
+    /// [`spawn`](Self::spawn)). Declared data counts in the pool's
+    /// [locality ratio](crate::PoolStats::locality_ratio) under every
+    /// policy.
     ///
     /// ```
     /// use terroir::{Place, Policy, ThreadPoolBuilder};
@@ -255,10 +274,10 @@ impl<'scope> Scope<'scope> {
     where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        let body = self.counted(body);
+        let body = ScopeBase::counted(self, body);
         // SAFETY: the job borrows only `'scope` data and the scope, both
         // alive until the count latch (which it decrements) reaches zero.
-        unsafe { self.registry.spawn_placed(place, body) };
+        unsafe { self.base.registry.spawn_placed(place, body) };
     }
 
     /// [`spawn_on`](Self::spawn_on), or an error (and nothing spawned) when
@@ -290,7 +309,7 @@ impl<'scope> Scope<'scope> {
     where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        self.registry.check_place(place)?;
+        self.base.registry.check_place(place)?;
         self.spawn_on(place, body);
         Ok(())
     }
@@ -301,53 +320,68 @@ impl<'scope> Scope<'scope> {
     where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
+        let registry = &self.base.registry;
         let frame_node = match node {
-            Some(n) if self.registry.is_pinned() => Some(self.registry.topology().nodes()[n].id()),
+            Some(n) if registry.is_pinned() => Some(registry.topology().nodes()[n].id()),
             _ => None,
         };
-        self.spawn_job(body, frame_node, |registry, job| match node {
+        let job = ScopeBase::job_ref(self, frame_node, body);
+        match node {
             Some(n) => registry.push_to_node(n, job),
             None => registry.push_or_inject(job),
-        })
+        }
+    }
+}
+
+impl<'scope> ScopeBase<'scope> {
+    pub(super) fn new(registry: &Arc<Registry>, owner: Option<&WorkerThread>) -> Self {
+        ScopeBase {
+            registry: Arc::clone(registry),
+            panic: AtomicPtr::new(ptr::null_mut()),
+            latch: CountLatch::new(registry, owner),
+            marker: PhantomData,
+        }
     }
 
-    /// Wraps `body` in a job counted by the scope, with its frame on
-    /// `frame_node` (see [`HeapJob::into_job_ref`]), and hands it to `push`.
-    fn spawn_job<BODY>(
-        &self,
-        body: BODY,
-        frame_node: Option<crate::numa::NodeId>,
-        push: impl FnOnce(&Registry, super::job::JobRef),
-    ) where
-        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
-    {
-        let job = HeapJob::new(self.counted(body));
-        // SAFETY: the job borrows only `'scope` data and the scope, both
-        // alive until the count latch (which it decrements) reaches zero.
-        let job = unsafe { job.into_job_ref(frame_node) };
-        push(&self.registry, job);
-    }
-
-    /// Counts one more job of the scope and returns its body: `body` run
-    /// on the scope, its panic kept for the scope's end, and the count
-    /// taken back.
-    fn counted<BODY>(&self, body: BODY) -> impl FnOnce() + Send + 'scope
+    /// Counts one more job of `scope` and returns its body: `body` run on
+    /// the scope, its panic kept for the scope's end, and the count taken
+    /// back. `body` is dropped before the count is: whatever it owns may
+    /// borrow `'scope` data until then.
+    pub(super) fn counted<S, BODY>(scope: &S, body: BODY) -> impl FnOnce() + Send + 'scope
     where
-        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
+        S: HasBase<'scope> + 'scope,
+        BODY: FnOnce(&S) + Send + 'scope,
     {
-        let scope = ScopePtr(self as *const Self);
-        self.latch.increment();
+        let ptr = ScopePtr(scope as *const S);
+        scope.base().latch.increment();
         move || {
-            let scope = scope;
+            let ptr = ptr;
             // SAFETY: the scope outlives its jobs: `complete` waits for the
             // count latch that this job decrements last.
-            let scope = unsafe { &*scope.0 };
-            if let Err(p) = halt_unwinding(|| body(scope)) {
-                scope.job_panicked(p);
+            let scope = unsafe { &*ptr.0 };
+            if let Err(p) = halt_unwinding(move || body(scope)) {
+                scope.base().job_panicked(p);
             }
             // SAFETY: the latch lives in the scope, alive until it reaches 0.
-            unsafe { CountLatch::set(&scope.latch) };
+            unsafe { CountLatch::set(&scope.base().latch) };
         }
+    }
+
+    /// [`counted`](Self::counted) as a job in a frame on `frame_node` (see
+    /// [`HeapJob::into_job_ref`]).
+    pub(super) fn job_ref<S, BODY>(
+        scope: &S,
+        frame_node: Option<crate::numa::NodeId>,
+        body: BODY,
+    ) -> JobRef
+    where
+        S: HasBase<'scope> + 'scope,
+        BODY: FnOnce(&S) + Send + 'scope,
+    {
+        let job = HeapJob::new(Self::counted(scope, body));
+        // SAFETY: the job borrows only `'scope` data and the scope, both
+        // alive until the count latch (which it decrements) reaches zero.
+        unsafe { job.into_job_ref(frame_node) }
     }
 
     fn job_panicked(&self, payload: Box<dyn Any + Send + 'static>) {
@@ -366,7 +400,8 @@ impl<'scope> Scope<'scope> {
     }
 
     /// Runs the body, waits for all spawned jobs, rethrows the first panic.
-    fn complete<R>(&self, owner: Option<&WorkerThread>, body: impl FnOnce() -> R) -> R {
+    /// `owner` is the calling thread's worker, if it is one (of any pool).
+    pub(super) fn complete<R>(&self, owner: Option<&WorkerThread>, body: impl FnOnce() -> R) -> R {
         let result = match halt_unwinding(body) {
             Ok(r) => Some(r),
             Err(p) => {
@@ -377,11 +412,7 @@ impl<'scope> Scope<'scope> {
         // SAFETY: the latch is alive (we own the scope); this is the body's
         // own count.
         unsafe { CountLatch::set(&self.latch) };
-        match (self.latch.kind(), owner) {
-            (CountLatchKind::Stealing(l), Some(wt)) => wt.wait_until(l),
-            (CountLatchKind::Blocking(l), _) => l.wait_and_reset(),
-            (CountLatchKind::Stealing(_), None) => unreachable!("stealing latch without owner"),
-        }
+        self.latch.wait(owner);
         let panic = self.panic.swap(ptr::null_mut(), Ordering::Acquire);
         if !panic.is_null() {
             // SAFETY: a non-null pointer was published by `job_panicked`
@@ -393,7 +424,7 @@ impl<'scope> Scope<'scope> {
     }
 }
 
-impl Drop for Scope<'_> {
+impl Drop for ScopeBase<'_> {
     fn drop(&mut self) {
         let panic = *self.panic.get_mut();
         if !panic.is_null() {
@@ -407,7 +438,7 @@ impl Drop for Scope<'_> {
 impl std::fmt::Debug for Scope<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scope")
-            .field("num_threads", &self.registry.num_threads())
+            .field("num_threads", &self.base.registry.num_threads())
             .finish_non_exhaustive()
     }
 }

@@ -115,6 +115,12 @@ impl PoolStats {
     }
 
     /// Jobs taken from other nodes, over all distances.
+    ///
+    /// ```
+    /// use terroir::PoolStats;
+    /// let stats = PoolStats { steals_remote: vec![(20, 3), (30, 4)], ..PoolStats::default() };
+    /// assert_eq!(stats.remote_steals(), 7);
+    /// ```
     pub fn remote_steals(&self) -> u64 {
         self.steals_remote.iter().map(|&(_, c)| c).sum()
     }

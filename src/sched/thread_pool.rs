@@ -3,11 +3,13 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::broadcast::BroadcastContext;
 use super::place::{Place, PlaceError, PlaceKind};
 use super::policy::Policy;
 use super::record::{RecordError, RecordOptions, Recording};
 use super::registry::{global_registry, Registry};
-use super::scope::{scope, Scope};
+use super::scope::{in_place_scope_in, scope, Scope};
+use super::scope_fifo::{in_place_scope_fifo_in, scope_fifo, ScopeFifo};
 use super::stats::PoolStats;
 use super::worker::WorkerThread;
 use crate::numa::Topology;
@@ -59,6 +61,72 @@ impl ThreadPool {
         self.install(|| scope(op))
     }
 
+    /// Runs `op` once on every worker of this pool and returns the results
+    /// in worker index order (see [`broadcast`](crate::broadcast)).
+    ///
+    /// ```
+    /// let pool = terroir::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    /// assert_eq!(pool.broadcast(|ctx| ctx.index() * 10), [0, 10]);
+    /// ```
+    ///
+    /// # Panics
+    /// As [`broadcast`](crate::broadcast).
+    pub fn broadcast<OP, R>(&self, op: OP) -> Vec<R>
+    where
+        OP: Fn(BroadcastContext<'_>) -> R + Sync,
+        R: Send,
+    {
+        self.registry.broadcast(op)
+    }
+
+    /// Spawns `op` on every worker of this pool without waiting for it
+    /// (see [`spawn_broadcast`](crate::spawn_broadcast)). The pool stays
+    /// alive until every worker has run it.
+    pub fn spawn_broadcast<OP>(&self, op: OP)
+    where
+        OP: Fn(BroadcastContext<'_>) + Send + Sync + 'static,
+    {
+        self.registry.spawn_broadcast(op)
+    }
+
+    /// [`scope_fifo`](crate::scope_fifo) inside this pool.
+    pub fn scope_fifo<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&ScopeFifo<'scope>) -> R + Send,
+        R: Send,
+    {
+        self.install(|| scope_fifo(op))
+    }
+
+    /// A scope whose spawns go to this pool, with `op` run on the calling
+    /// thread (which need not be a worker: then nothing blocks a worker
+    /// while `op` runs). The caller waits for the spawned tasks at the end;
+    /// a worker of another pool runs its own pool's work meanwhile.
+    ///
+    /// ```
+    /// let pool = terroir::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// pool.in_place_scope(|s| {
+    ///     s.spawn(move |_| tx.send(42).unwrap());
+    ///     // The pool's only worker is free to run the task meanwhile.
+    ///     assert_eq!(rx.recv().unwrap(), 42);
+    /// });
+    /// ```
+    pub fn in_place_scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R,
+    {
+        in_place_scope_in(&self.registry, op)
+    }
+
+    /// [`in_place_scope`](Self::in_place_scope) with a [`ScopeFifo`].
+    pub fn in_place_scope_fifo<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&ScopeFifo<'scope>) -> R,
+    {
+        in_place_scope_fifo_in(&self.registry, op)
+    }
+
     /// Spawns a `'static` job into this pool without waiting for it. The
     /// pool stays alive (its workers keep running) until the job is done.
     pub fn spawn<OP>(&self, op: OP)
@@ -68,9 +136,19 @@ impl ThreadPool {
         self.registry.spawn_static(None, op)
     }
 
+    /// [`spawn`](Self::spawn) in FIFO order among the `spawn_fifo`s of the
+    /// calling worker (see [`spawn_fifo`](crate::spawn_fifo)).
+    pub fn spawn_fifo<OP>(&self, op: OP)
+    where
+        OP: FnOnce() + Send + 'static,
+    {
+        self.registry.spawn_static_fifo(op)
+    }
+
     /// Spawns a `'static` job at `place` without waiting for it (see
-    /// [`Place`]); under `Flat` and `Hierarchical` this is
-    /// [`spawn`](Self::spawn).
+    /// [`Place`]). A strict place is honoured under every policy; a hint
+    /// is ignored under `Flat` and `Hierarchical` (the job is then a
+    /// [`spawn`](Self::spawn)).
     ///
     /// ```
     /// use terroir::{Policy, ThreadPoolBuilder};
@@ -324,6 +402,29 @@ impl ThreadPool {
         self.registry.stop_recording()
     }
 
+    /// [`yield_now`](crate::yield_now) if the current thread is a worker
+    /// of this pool; `None` otherwise.
+    pub fn yield_now(&self) -> Option<Yield> {
+        self.current_worker().map(WorkerThread::yield_now)
+    }
+
+    /// [`yield_local`](crate::yield_local) if the current thread is a
+    /// worker of this pool; `None` otherwise.
+    pub fn yield_local(&self) -> Option<Yield> {
+        self.current_worker().map(WorkerThread::yield_local)
+    }
+
+    /// [`current_thread_has_pending_tasks`](crate::current_thread_has_pending_tasks)
+    /// if the current thread is a worker of this pool; `None` otherwise.
+    pub fn current_thread_has_pending_tasks(&self) -> Option<bool> {
+        self.current_worker().map(WorkerThread::has_pending_tasks)
+    }
+
+    /// The calling thread's worker, if it is one of this pool's.
+    fn current_worker(&self) -> Option<&'static WorkerThread> {
+        WorkerThread::current().filter(|wt| Arc::ptr_eq(wt.registry(), &self.registry))
+    }
+
     /// Number of workers of this pool.
     pub fn current_num_threads(&self) -> usize {
         self.registry.num_threads()
@@ -332,9 +433,7 @@ impl ThreadPool {
     /// Index of the current thread among this pool's workers, or `None` when
     /// it is not one of them.
     pub fn current_thread_index(&self) -> Option<usize> {
-        WorkerThread::current()
-            .filter(|wt| Arc::ptr_eq(wt.registry(), &self.registry))
-            .map(WorkerThread::index)
+        self.current_worker().map(WorkerThread::index)
     }
 
     /// The topology the pool schedules on.
@@ -408,6 +507,98 @@ where
     }
 }
 
+/// [`spawn`] in FIFO order: the jobs a worker spawns with `spawn_fifo` run
+/// in the order they were spawned (when no other worker takes them first),
+/// while its LIFO spawns and joins keep running newest first. Each worker
+/// queues them in a FIFO of its own and pushes a stand-in on its deque
+/// that runs the oldest one. From outside any pool, the job goes to the
+/// global pool as any job from outside. Same contract as
+/// `rayon::spawn_fifo`.
+///
+/// ```
+/// let pool = terroir::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// pool.install(|| {
+///     for i in 0..4 {
+///         let tx = tx.clone();
+///         terroir::spawn_fifo(move || tx.send(i).unwrap());
+///     }
+/// });
+/// drop(tx);
+/// assert_eq!(rx.iter().collect::<Vec<_>>(), [0, 1, 2, 3]);
+/// ```
+///
+/// # Panics
+/// As [`spawn`]: a panic goes to the pool's panic handler.
+pub fn spawn_fifo<OP>(op: OP)
+where
+    OP: FnOnce() + Send + 'static,
+{
+    match WorkerThread::current() {
+        Some(wt) => wt.registry().spawn_static_fifo(op),
+        None => global_registry().spawn_static_fifo(op),
+    }
+}
+
+/// What [`yield_now`] or [`yield_local`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Yield {
+    /// A job was found and run.
+    Executed,
+    /// No job was found.
+    Idle,
+}
+
+/// Runs one pending job of the current pool on the calling worker, if it
+/// finds one where an idle worker would look (its own deque and inboxes,
+/// its node's queues, other workers in its steal order): cooperative
+/// yielding for code that polls. The job may run nested work and steal.
+/// Returns `None` on a thread that is not a worker. Same contract as
+/// `rayon::yield_now`; `join` continuations the worker keeps private
+/// (README §1) are not run.
+///
+/// ```
+/// let pool = terroir::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// assert_eq!(terroir::yield_now(), None); // not a worker
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// pool.install(|| {
+///     terroir::spawn(move || tx.send("ran").unwrap());
+///     // The only worker is busy here: yielding runs the spawned job.
+///     assert_eq!(terroir::yield_now(), Some(terroir::Yield::Executed));
+///     assert_eq!(terroir::yield_now(), Some(terroir::Yield::Idle));
+/// });
+/// assert_eq!(rx.recv().unwrap(), "ran");
+/// ```
+pub fn yield_now() -> Option<Yield> {
+    WorkerThread::current().map(WorkerThread::yield_now)
+}
+
+/// [`yield_now`] limited to the calling worker's own work (its deque, and
+/// its inboxes: broadcasts, tasks placed on it): no stealing. Same
+/// contract as `rayon::yield_local`.
+pub fn yield_local() -> Option<Yield> {
+    WorkerThread::current().map(WorkerThread::yield_local)
+}
+
+/// Whether the calling worker has work of its own waiting (jobs on its
+/// deque, or a `join` continuation it keeps private), or `None` on a
+/// thread that is not a worker. Racy by nature: other workers may take
+/// the work meanwhile. Same contract as
+/// `rayon::current_thread_has_pending_tasks`.
+///
+/// ```
+/// assert_eq!(terroir::current_thread_has_pending_tasks(), None);
+/// let pool = terroir::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// pool.scope(|s| {
+///     assert_eq!(terroir::current_thread_has_pending_tasks(), Some(false));
+///     s.spawn(|_| {});
+///     assert_eq!(terroir::current_thread_has_pending_tasks(), Some(true));
+/// });
+/// ```
+pub fn current_thread_has_pending_tasks() -> Option<bool> {
+    WorkerThread::current().map(WorkerThread::has_pending_tasks)
+}
+
 /// Index of the current thread in its pool, or `None` outside any pool.
 ///
 /// ```
@@ -417,6 +608,21 @@ where
 /// ```
 pub fn current_thread_index() -> Option<usize> {
     WorkerThread::current().map(WorkerThread::index)
+}
+
+/// The most workers a pool may have: 65,535, as rayon-core on 64-bit
+/// targets. A larger [`num_threads`](crate::ThreadPoolBuilder::num_threads)
+/// (or `TERROIR_NUM_THREADS`, `RAYON_NUM_THREADS`) is an error naming it
+/// when the pool is built, where rayon-core lowers it to this maximum
+/// silently.
+///
+/// ```
+/// let too_many = terroir::max_num_threads() + 1;
+/// let err = terroir::ThreadPoolBuilder::new().num_threads(too_many).build().unwrap_err();
+/// assert!(matches!(err, terroir::ThreadPoolBuildError::TooManyThreads { .. }));
+/// ```
+pub fn max_num_threads() -> usize {
+    super::config::MAX_NUM_THREADS
 }
 
 /// Number of workers of the current pool (the global pool outside any

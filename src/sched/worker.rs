@@ -2,18 +2,20 @@
 //! looks for work (in the order of its steal plan, see `policy.rs`).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
-use super::job::JobRef;
+use super::group::{Entered, Frame};
+use super::job::{JobFifo, JobRef};
 use super::join::PrivateJob;
 use super::policy::{Policy, Seat, Victim};
 use super::record::{Label, Slot, WorkerRec};
 use super::registry::Registry;
 use super::stats::{bump, WorkerStats};
+use super::thread_pool::Yield;
 
 /// What other threads may touch of a worker.
 pub(crate) struct WorkerInfo {
@@ -39,11 +41,17 @@ pub(crate) struct WorkerInfo {
     pub(super) stats: WorkerStats,
     /// Its recording buffer (see `record.rs`).
     pub(super) rec: Slot,
+    /// Task groups this worker created for its own pool that another
+    /// thread has since adopted or closed (`group/core.rs`).
+    pub(super) groups_adopted: AtomicUsize,
 }
 
 /// The state of the worker that runs on this thread.
 pub(crate) struct WorkerThread {
     pub(super) deque: Worker<JobRef>,
+    /// The FIFO of this worker's global `spawn_fifo`s (their stand-ins go
+    /// on `deque`).
+    pub(super) fifo: JobFifo,
     /// Newest private continuation (head of the `PrivateJob` list).
     pub(super) private_head: Cell<*const PrivateJob>,
     pub(super) searching: Cell<bool>,
@@ -67,10 +75,15 @@ pub(crate) struct WorkerThread {
     pub(super) info: *const WorkerInfo,
     pub(super) registry: Arc<Registry>,
     pub(super) rec: WorkerRec,
-    /// A word for the layer above the executor (the C API keeps its
-    /// innermost frame here), so that it needs no thread-local of its own:
-    /// the one thread-local read that finds the worker finds this too.
-    pub(super) foreign: Cell<*const ()>,
+    /// The innermost task-group frame of the work running here
+    /// (`group/frame.rs`): kept beside the worker, so that the one
+    /// thread-local read that finds the worker finds it too.
+    pub(super) group_frame: Cell<*const Frame>,
+    /// The groups whose tasks or batches run on this thread's stack.
+    pub(super) group_entered: Cell<*const Entered>,
+    /// Task groups this worker created for its own pool without a
+    /// reference to it, and has not closed (`group/core.rs`).
+    pub(super) groups_open: Cell<usize>,
 }
 
 thread_local! {
@@ -105,18 +118,6 @@ fn steal_from_stealer(s: &Stealer<JobRef>) -> Option<JobRef> {
 }
 
 impl WorkerThread {
-    /// The word kept for the layer above (see the field): null until set.
-    #[inline]
-    pub(crate) fn foreign(&self) -> *const () {
-        self.foreign.get()
-    }
-
-    /// Sets the word kept for the layer above; returns the previous one.
-    #[inline]
-    pub(crate) fn replace_foreign(&self, value: *const ()) -> *const () {
-        self.foreign.replace(value)
-    }
-
     /// The worker running on this thread, if any.
     #[inline]
     pub(crate) fn current() -> Option<&'static WorkerThread> {
@@ -127,10 +128,11 @@ impl WorkerThread {
         unsafe { p.as_ref() }
     }
 
-    pub(super) fn run(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) {
+    fn new(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) -> WorkerThread {
         let node = registry.workers[index].seat.node;
-        let wt = WorkerThread {
+        WorkerThread {
             deque,
+            fifo: JobFifo::new(),
             private_head: Cell::new(std::ptr::null()),
             searching: Cell::new(false),
             look_again: Cell::new(None),
@@ -143,14 +145,44 @@ impl WorkerThread {
             info: &*registry.workers[index],
             registry,
             rec: WorkerRec::new(),
-            foreign: Cell::new(std::ptr::null()),
-        };
+            group_frame: Cell::new(std::ptr::null()),
+            group_entered: Cell::new(std::ptr::null()),
+            groups_open: Cell::new(0),
+        }
+    }
+
+    /// Runs worker `index` on this thread until the pool terminates: the
+    /// start handler, the main loop, the exit handler. The thread is a
+    /// worker only meanwhile.
+    pub(super) fn run(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) {
+        let wt = WorkerThread::new(registry, index, deque);
         WORKER.with(|c| c.set(&wt));
+        let reg = Arc::clone(&wt.registry);
+        if let Some(handler) = &reg.start_handler {
+            reg.call_user(|| handler(index));
+        }
         while let Some(job) = wt.wait_for_work(None) {
             // SAFETY: a job taken from a queue is executed once, by us.
             unsafe { wt.execute(job) };
         }
+        super::group::worker_exits(&wt);
+        if let Some(handler) = &reg.exit_handler {
+            reg.call_user(|| handler(index));
+        }
         WORKER.with(|c| c.set(std::ptr::null()));
+    }
+
+    /// Makes the calling thread worker `index` without running a main loop
+    /// (`ThreadPoolBuilder::use_current_thread`): it runs the pool's jobs
+    /// only while it waits in the pool. It stays a worker for the rest of
+    /// the thread's life (the worker state is leaked, as in rayon-core).
+    pub(super) fn adopt_current(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) {
+        debug_assert!(WorkerThread::current().is_none());
+        let wt: &'static WorkerThread =
+            Box::leak(Box::new(WorkerThread::new(registry, index, deque)));
+        // It runs the caller's code: thieves may ask it for continuations.
+        wt.info().busy.store(true, Ordering::Relaxed);
+        WORKER.with(|c| c.set(wt));
     }
 
     pub(crate) fn index(&self) -> usize {
@@ -200,6 +232,23 @@ impl WorkerThread {
     pub(crate) fn push(&self, job: JobRef) {
         self.deque.push(job);
         self.registry.sleep.new_work(self.node);
+    }
+
+    /// Pops the newest job of this worker's own deque (the oldest with
+    /// [`DequeOrder::Fifo`](super::DequeOrder::Fifo)).
+    #[inline]
+    pub(super) fn pop_local(&self) -> Option<JobRef> {
+        self.deque.pop()
+    }
+
+    /// Queues a job in `fifo` and pushes its stand-in on this worker's
+    /// deque (see [`JobFifo`]).
+    ///
+    /// # Safety
+    /// `fifo` must outlive the stand-in's execution.
+    pub(crate) unsafe fn push_fifo(&self, fifo: &JobFifo, job: JobRef) {
+        // SAFETY: forwarded from the caller.
+        self.push(unsafe { fifo.push(job) });
     }
     pub(crate) fn next_random(&self) -> usize {
         // xorshift64
@@ -285,6 +334,49 @@ impl WorkerThread {
         bump(counter, 1);
         Some(job)
     }
+    /// Runs one job from anywhere this worker may take one (as when it is
+    /// idle: its deque, its inboxes, its node's queues, then other workers
+    /// in its steal order), if there is one.
+    pub(crate) fn yield_now(&self) -> Yield {
+        let job = self.find_work();
+        self.run_yielded(job)
+    }
+
+    /// Runs one job of this worker's own: its deque, then its inboxes
+    /// (broadcasts, tasks placed on it), if there is one.
+    pub(crate) fn yield_local(&self) -> Yield {
+        let me = self.info();
+        let job = self
+            .deque
+            .pop()
+            .or_else(|| steal_from(&me.strict_inbox))
+            .or_else(|| steal_from(&me.hint_inbox));
+        self.run_yielded(job)
+    }
+
+    fn run_yielded(&self, job: Option<JobRef>) -> Yield {
+        let Some(job) = job else { return Yield::Idle };
+        self.took_job();
+        // SAFETY: a job taken from a queue is executed once, by us.
+        unsafe { self.execute(job) };
+        Yield::Executed
+    }
+
+    /// Whether this worker has work of its own waiting: jobs on its deque,
+    /// or a `join` continuation it keeps private (which rayon-core would
+    /// have on its deque).
+    pub(crate) fn has_pending_tasks(&self) -> bool {
+        if !self.deque.is_empty() {
+            return true;
+        }
+        // SAFETY: a linked node lives in the frame of a `join` of this
+        // thread that has not returned (it unlinks its node first).
+        let newest = unsafe { self.private_head.get().as_ref() };
+        // Promoted continuations are the oldest end of the list: if the
+        // newest is promoted, all are (on the deque, or taken by others).
+        newest.is_some_and(|node| !node.was_promoted())
+    }
+
     /// Asks the nearest busy worker without a pending request to expose a
     /// continuation.
     pub(super) fn request_work(&self) {

@@ -6,9 +6,11 @@
 //! its deque at the next `join` (a "steal request", Acar, Charguéraud and
 //! Rainey, PPoPP 2013). See `README.md` beside this file.
 
+mod context;
 mod private;
 mod split;
 
+pub use context::{join_context, FnContext};
 pub(crate) use private::PrivateJob;
 pub(crate) use split::{join_to, To};
 
@@ -22,6 +24,13 @@ use super::worker::WorkerThread;
 ///
 /// Called from outside any pool, the work runs in the global pool and the
 /// calling thread blocks until it is done.
+///
+/// `oper_b` stays private to the calling worker until an idle worker asks
+/// for work, and becomes takeable when the caller reaches its next `join`
+/// (`src/sched/README.md`, §1): unlike rayon-core, an `oper_a` that waits
+/// for something `oper_b` does may wait forever. Use
+/// [`join_context`](crate::join_context), whose `oper_b` is takeable at
+/// once, or a [`scope`](crate::scope) for that.
 ///
 /// # Panics
 /// If either closure panics, the panic is propagated to the caller after
@@ -52,16 +61,17 @@ where
     RA: Send,
     RB: Send,
 {
-    join_context(oper_a, move |_| oper_b())
+    join_flagged(oper_a, move |_| oper_b())
 }
 
 /// [`join`] whose second closure learns whether it ran as a job (`true`:
 /// stolen, or promoted and then taken back, maybe on another thread; also
 /// when it runs after the first closure unwound, which executes it as a
 /// job on the forking thread) or inline on the forking thread right after
-/// the first closure returned (`false`), like rayon's `join_context`.
+/// the first closure returned (`false`). The C API's `terroir_join` uses
+/// the flag to find its frame.
 #[inline]
-pub(crate) fn join_context<A, B, RA, RB>(oper_a: A, oper_b: B) -> (RA, RB)
+pub(crate) fn join_flagged<A, B, RA, RB>(oper_a: A, oper_b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
     B: FnOnce(bool) -> RB + Send,
@@ -69,15 +79,15 @@ where
     RB: Send,
 {
     match WorkerThread::current() {
-        Some(wt) => join_context_in(wt, oper_a, oper_b),
-        None => global_registry().in_worker(|wt, _| join_context_in(wt, oper_a, oper_b)),
+        Some(wt) => join_flagged_in(wt, oper_a, oper_b),
+        None => global_registry().in_worker(|wt, _| join_flagged_in(wt, oper_a, oper_b)),
     }
 }
 
-/// [`join_context`] on `wt`, which must be the calling thread's worker
+/// [`join_flagged`] on `wt`, which must be the calling thread's worker
 /// (for callers that looked it up already: one thread-local read less).
 #[inline]
-pub(crate) fn join_context_in<A, B, RA, RB>(wt: &WorkerThread, oper_a: A, oper_b: B) -> (RA, RB)
+pub(crate) fn join_flagged_in<A, B, RA, RB>(wt: &WorkerThread, oper_a: A, oper_b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
     B: FnOnce(bool) -> RB + Send,

@@ -1,4 +1,4 @@
-//! The two hooks of the loop layer (`crate::iter`, README §4): a running
+//! The two hooks of the loop layer (`crate::iter`, README §8): a running
 //! loop asks at each of its poll points whether to split
 //! ([`WorkerThread::split_wanted`]), and hands the other half over with
 //! [`join_to`], which publishes it at once (on the deque, or where a place

@@ -1,5 +1,11 @@
 //! Per-thread perf_event counters, read by the recorder at task boundaries.
 //!
+//! With the `counters` feature (perf-event2). Without it, recording
+//! works with timestamps only: [`CounterGroup::open`] opens nothing and
+//! returns every counter asked for as [`Unavailable`], with the reason
+//! "built without the `counters` feature", so that reports name them
+//! (never zeros).
+//!
 //! Hardware counters go in one perf group and software counters in
 //! another, so that a kind the machine lacks (hardware events in most VMs)
 //! does not take the other down. A counter that cannot be opened is
@@ -39,11 +45,20 @@
 //! kernel answers with the opening thread's counts.
 
 use std::fmt;
+#[cfg(feature = "counters")]
 use std::io;
+#[cfg(feature = "counters")]
 use std::os::fd::AsRawFd;
 
+#[cfg(feature = "counters")]
 use perf_event::events::{Cache, CacheId, CacheOp, CacheResult, Event, Hardware, Software};
+#[cfg(feature = "counters")]
 use perf_event::{Builder, Group, ReadFormat};
+
+/// Why every counter is unavailable in a build without the `counters`
+/// feature.
+#[cfg(not(feature = "counters"))]
+pub(crate) const WITHOUT_FEATURE: &str = "built without the `counters` feature";
 
 /// Most counters a [`CounterGroup`] reads: the length of [`Counter::ALL`]
 /// (which must stay at most this), so `[u64; MAX_COUNTERS]` holds any
@@ -133,12 +148,14 @@ impl Counter {
     }
 
     /// Counts only in kernel mode (so user-only counting reads 0).
+    #[cfg(feature = "counters")]
     fn kernel_only(self) -> bool {
         matches!(self, Counter::ContextSwitches | Counter::CpuMigrations)
     }
 
     /// A builder for its event: this thread, any CPU, enabled (it counts
     /// once its group's disabled leader is enabled).
+    #[cfg(feature = "counters")]
     fn builder(self) -> Builder<'static> {
         fn b(e: impl Event + 'static) -> Builder<'static> {
             let mut b = Builder::new(e);
@@ -192,9 +209,11 @@ impl fmt::Display for Unavailable {
     }
 }
 
+#[cfg(feature = "counters")]
 /// The file that rules who may count what.
 const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
 
+#[cfg(feature = "counters")]
 /// `perf_event_paranoid`'s value, or "unknown".
 fn paranoid() -> String {
     std::fs::read_to_string(PARANOID)
@@ -202,11 +221,13 @@ fn paranoid() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+#[cfg(feature = "counters")]
 /// Whether `e` is a refusal on permission (as of kernel-mode counting).
 fn refused(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM))
 }
 
+#[cfg(feature = "counters")]
 /// Explains an open failure in words, with the system's error.
 fn reason(e: &io::Error) -> String {
     match e.raw_os_error() {
@@ -236,10 +257,12 @@ fn reason(e: &io::Error) -> String {
     }
 }
 
+#[cfg(feature = "counters")]
 /// `u64`s in the largest read: `nr`, then (value, id) for the leader and
 /// up to [`MAX_COUNTERS`] members.
 const READ_WORDS: usize = 1 + 2 * (1 + MAX_COUNTERS);
 
+#[cfg(feature = "counters")]
 /// One perf group: a dummy leader, whose descriptor is read, and its
 /// members.
 struct Set {
@@ -253,6 +276,7 @@ struct Set {
     ids: Vec<u64>,
 }
 
+#[cfg(feature = "counters")]
 impl Set {
     /// A new, empty group; `pinned` for hardware (see the module's docs).
     fn new(pinned: bool) -> io::Result<Set> {
@@ -324,6 +348,7 @@ impl Set {
     }
 }
 
+#[cfg(feature = "counters")]
 /// Failures a test forces (the machine may not fail on its own).
 struct Faults<'a> {
     /// An error to fail a counter's open with, instead of trying.
@@ -336,6 +361,7 @@ struct Faults<'a> {
     fit: usize,
 }
 
+#[cfg(feature = "counters")]
 /// Opens `c` in `set`: kernel mode too if allowed, else user mode only
 /// (unless `c` counts only in kernel mode); `Err` is the reason it did not
 /// open.
@@ -360,6 +386,7 @@ fn open_one(set: &mut Set, c: Counter, faults: &Faults<'_>) -> Result<(), String
     }
 }
 
+#[cfg(feature = "counters")]
 /// Opens the counters of one kind (`hardware` or not) into a group, enabled
 /// and counting; every counter of `members` ends up either in the returned
 /// set's read order or in `unavailable`.
@@ -456,6 +483,7 @@ fn open_set(
 ///
 /// It counts that thread only, from [`open`](Self::open) on; it is `Send`
 /// and may be read from any thread (see the module's docs).
+#[cfg(feature = "counters")]
 pub(crate) struct CounterGroup {
     /// The hardware group, then the software group (those that opened).
     sets: Vec<Set>,
@@ -463,6 +491,7 @@ pub(crate) struct CounterGroup {
     order: Vec<Counter>,
 }
 
+#[cfg(feature = "counters")]
 impl fmt::Debug for CounterGroup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CounterGroup")
@@ -471,6 +500,7 @@ impl fmt::Debug for CounterGroup {
     }
 }
 
+#[cfg(feature = "counters")]
 impl CounterGroup {
     /// Opens `wanted` for the calling thread (hardware counters in one perf
     /// group, software ones in another, so that one failing kind does not
@@ -563,6 +593,60 @@ impl CounterGroup {
     }
 }
 
-#[cfg(test)]
+/// A build without the `counters` feature: no counter opens.
+#[cfg(not(feature = "counters"))]
+#[derive(Debug)]
+pub(crate) struct CounterGroup;
+
+#[cfg(not(feature = "counters"))]
+impl CounterGroup {
+    /// Opens nothing: every counter of `wanted` (once each, in order) is
+    /// unavailable with the reason `WITHOUT_FEATURE`.
+    pub(crate) fn open(wanted: &[Counter]) -> (CounterGroup, Vec<Unavailable>) {
+        let mut unavailable: Vec<Unavailable> = Vec::with_capacity(wanted.len());
+        for &counter in wanted {
+            if !unavailable.iter().any(|u| u.counter == counter) {
+                unavailable.push(Unavailable {
+                    counter,
+                    reason: WITHOUT_FEATURE.to_string(),
+                });
+            }
+        }
+        (CounterGroup, unavailable)
+    }
+
+    /// No counter opened.
+    pub(crate) fn counters(&self) -> &[Counter] {
+        &[]
+    }
+
+    /// Reads nothing (there is nothing to read): always succeeds.
+    pub(crate) fn read(&mut self, _out: &mut [u64]) -> bool {
+        true
+    }
+}
+
+#[cfg(all(test, feature = "counters"))]
 #[path = "counters_tests.rs"]
 mod tests;
+
+#[cfg(all(test, not(feature = "counters")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_the_feature_every_counter_is_named_unavailable_once() {
+        let (mut g, un) =
+            CounterGroup::open(&[Counter::Cycles, Counter::TaskClock, Counter::Cycles]);
+        assert!(g.counters().is_empty());
+        assert!(g.read(&mut []));
+        let names: Vec<_> = un.iter().map(|u| (u.counter, u.reason.as_str())).collect();
+        assert_eq!(
+            names,
+            [
+                (Counter::Cycles, WITHOUT_FEATURE),
+                (Counter::TaskClock, WITHOUT_FEATURE)
+            ]
+        );
+    }
+}

@@ -128,9 +128,10 @@ pub(crate) fn start(
     wanted.sort();
     wanted.dedup();
     wanted.truncate(MAX_COUNTERS);
-    let (probe, unavailable) = CounterGroup::open(&wanted);
-    let counters = probe.counters().to_vec();
-    drop(probe);
+    let (counters, unavailable) = {
+        let (probe, unavailable) = CounterGroup::open(&wanted);
+        (probe.counters().to_vec(), unavailable)
+    };
     *rec.counters.lock().unwrap_or_else(|e| e.into_inner()) = counters.clone();
     for s in slots {
         // SAFETY: not recording: the session is empty and we hold its lock,

@@ -7,11 +7,13 @@
 //! SeqCst read-modify-write of the word) and then looks at every queue once
 //! more. One of the two always sees the other.
 
+#[cfg(all(test, loom))]
+mod loom;
 mod wait;
 
-use std::sync::atomic::{fence, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use super::sync::{fence, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 
 const ONE_SEARCHING: u64 = 1;
 const ONE_SLEEPING: u64 = 1 << 32;
@@ -411,7 +413,7 @@ impl Sleep {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;

@@ -20,7 +20,7 @@ impl WorkerThread {
     /// This worker found a job: it is busy (and, when the pool times hints,
     /// counts the job), then stops searching, in that order, so that a sleeper the
     /// hand-over wakes sees it busy (`Registry::hint_for_thief`).
-    fn took_job(&self) {
+    pub(in crate::sched) fn took_job(&self) {
         let info = self.info();
         info.busy.store(true, Ordering::Relaxed);
         if self.registry.time_hints {

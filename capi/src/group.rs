@@ -1,0 +1,328 @@
+//! Task groups: spawn C tasks (each at a place), wait for all of them.
+//!
+//! The engine is terroir's task group ([`GroupCore`], the state behind
+//! [`TaskGroup`](terroir::TaskGroup)): where tasks start, waits that run
+//! other work instead of blocking, the refusal of a wait that could never
+//! end, tasks spawned from outside the pool. This file only marshals: a
+//! `terroir_group *` is a slot of [`GROUPS`] (a table of `GroupCore`s,
+//! never freed) and the epoch the group was opened under; every call
+//! checks the epoch (`TERROIR_ERROR_INVALID_HANDLE` for a stale or garbage
+//! handle), converts the C place, and maps the engine's errors to codes.
+//!
+//! A group created by a worker for its own pool (NULL, or the handle of
+//! the pool the calling worker belongs to) takes a free slot from the
+//! thread's own list and holds no reference to the pool until another
+//! thread uses it: creating and destroying an empty group takes no lock
+//! and one atomic compare-and-swap.
+
+use std::ffi::{c_int, c_void};
+
+use super::error::{call, Error, TerroirError};
+use super::handle::{LocalFree, Table};
+use super::memory::{whole_allocation_place, Bytes};
+use super::pool::{handle_ptr, with_pool, TerroirPool, TerroirTaskFn};
+use super::task::CTask;
+use terroir::__capi::{CoreError, GroupCore};
+use terroir::{Place, ThreadPool};
+
+/// An opaque task-group handle (a key into terroir's handle table, like
+/// `terroir_pool`).
+pub struct TerroirGroup {
+    _opaque: [u8; 0],
+}
+
+/// What a `terroir_place` names (its `kind` field).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TerroirPlaceKind {
+    /// No preference.
+    Any = 0,
+    /// The node `node` (an OS node number).
+    Node = 1,
+    /// The worker `worker` of the pool.
+    Worker = 2,
+    /// The node holding most of `data[0 .. len)`.
+    Data = 3,
+}
+
+/// Where a task wants to run. A strict place is honoured under every
+/// policy; a place that is not strict is a hint, and the pool's policy says
+/// what happens to it: `FLAT` and `HIERARCHICAL` ignore hints, `LOCALITY`
+/// honours them as hints, `STRICT_LOCALITY` makes every node or worker
+/// place strict.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TerroirPlace {
+    /// A `terroir_place_kind` value.
+    pub kind: u32,
+    /// For `TERROIR_PLACE_KIND_NODE`: the OS node number (see
+    /// `terroir_pool_node_id`).
+    pub node: u32,
+    /// For `TERROIR_PLACE_KIND_WORKER`: the worker index.
+    pub worker: usize,
+    /// For `TERROIR_PLACE_KIND_DATA`: the first byte of the data. If the
+    /// range is exactly an allocation of `terroir_alloc_*`, its node is
+    /// known without a system call; otherwise one page-location query
+    /// (every 16th page) finds the node holding most of it, and data not
+    /// touched yet gives no preference.
+    pub data: *const c_void,
+    /// For `TERROIR_PLACE_KIND_DATA`: the length of the data in bytes.
+    pub len: usize,
+    /// Never run the task anywhere else (under the `LOCALITY` policies).
+    pub strict: bool,
+}
+
+/// The Rust place for a C place on `pool`.
+fn to_place(pool: &ThreadPool, place: Option<&TerroirPlace>) -> Result<Place, Error> {
+    let Some(p) = place else {
+        return Ok(Place::anywhere());
+    };
+    let made = match p.kind {
+        k if k == TerroirPlaceKind::Any as u32 => Place::anywhere(),
+        k if k == TerroirPlaceKind::Node as u32 => {
+            let nodes = pool.topology().nodes();
+            let index = nodes
+                .iter()
+                .position(|n| n.id().os_index() == p.node)
+                .ok_or_else(|| {
+                    let ids: Vec<String> = nodes
+                        .iter()
+                        .map(|n| n.id().os_index().to_string())
+                        .collect();
+                    Error::new(
+                        TerroirError::InvalidNode,
+                        format!(
+                            "place->node = {} is not a node of the pool (its nodes: {})",
+                            p.node,
+                            ids.join(", ")
+                        ),
+                    )
+                })?;
+            pool.node(index)?
+        }
+        k if k == TerroirPlaceKind::Worker as u32 => pool.worker(p.worker)?,
+        k if k == TerroirPlaceKind::Data as u32 => {
+            if p.data.is_null() {
+                return Err(Error::null("place->data"));
+            }
+            if p.len == 0 {
+                return Err(Error::new(TerroirError::ZeroSize, "place->len is 0"));
+            }
+            match whole_allocation_place(p.data, p.len) {
+                Some(place) => place,
+                None => {
+                    // SAFETY: non-null, and the C caller promises that
+                    // `data .. data + len` is memory of this process. The
+                    // element type allows uninitialised bytes and writes
+                    // by other threads meanwhile; `Place::slice` reads no
+                    // element, only the address and length.
+                    let bytes =
+                        unsafe { std::slice::from_raw_parts(p.data.cast::<Bytes>(), p.len) };
+                    Place::slice(bytes)?
+                }
+            }
+        }
+        k => {
+            return Err(Error::invalid(format!(
+                "place->kind = {k} is not a terroir_place_kind (0 to 3)"
+            )))
+        }
+    };
+    Ok(if p.strict { made.strict() } else { made })
+}
+
+thread_local!(static FREE_GROUP_SLOTS: LocalFree = const { LocalFree::new() });
+/// The group table: one `GroupCore` per slot, reused by the slot's next
+/// group under the next epoch.
+static GROUPS: Table<GroupCore> = Table::new("group", &FREE_GROUP_SLOTS);
+
+/// The group behind `handle` (its core and the epoch the handle names).
+/// Any value is accepted: a garbage handle names an unopened epoch, or a
+/// slot that does not exist.
+#[inline]
+fn lookup(handle: *mut TerroirGroup) -> Result<(&'static GroupCore, u32), Error> {
+    let (index, epoch) = Table::<GroupCore>::decode(handle.addr());
+    match GROUPS.get(index) {
+        Some(core) => Ok((core, epoch)),
+        None => Err(GROUPS.invalid(handle.addr())),
+    }
+}
+
+/// The C error for an engine error on `handle`.
+#[cold]
+fn group_error(handle: *mut TerroirGroup, e: CoreError) -> Error {
+    match e {
+        CoreError::Dead | CoreError::ClosedMeanwhile => GROUPS.invalid(handle.addr()),
+        CoreError::WouldDeadlock(why) => Error::new(
+            TerroirError::WouldDeadlock,
+            format!("group {:#x}: {why}", handle.addr()),
+        ),
+        CoreError::PoolGone => Error::new(
+            TerroirError::InvalidHandle,
+            format!("group {:#x}: {e}", handle.addr()),
+        ),
+        CoreError::Place(p) => Error::from(p),
+        // A kind terroir added since: its message says what it is.
+        e => Error::new(
+            TerroirError::InvalidArgument,
+            format!("group {:#x}: {e}", handle.addr()),
+        ),
+    }
+}
+
+/// Creates an empty task group on `pool` (NULL: the current pool, or the
+/// global pool outside every pool); `*out` is its handle.
+///
+/// Errors: `TERROIR_ERROR_NULL_POINTER` (`out`),
+/// `TERROIR_ERROR_INVALID_HANDLE` (`pool`).
+///
+/// # Safety
+/// `out` is NULL or points to writable storage for a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn terroir_group_create(
+    pool: *mut TerroirPool,
+    out: *mut *mut TerroirGroup,
+) -> c_int {
+    call("terroir_group_create", || {
+        if out.is_null() {
+            return Err(Error::null("out"));
+        }
+        let (index, core) = GROUPS.take_with(&FREE_GROUP_SLOTS)?;
+        // The calling worker's own pool (NULL, or its handle): no lookup,
+        // no reference. Otherwise the pool that `pool` stands for.
+        let tag = (!pool.is_null()).then(|| pool.addr());
+        // SAFETY: a free slot, taken by this thread alone.
+        let opened = match unsafe { core.open_here(tag) } {
+            Some(epoch) => Ok(Some(epoch)),
+            // SAFETY: as above (still closed).
+            None => with_pool(pool, |p| Ok(unsafe { core.open_counted(p) })),
+        };
+        let epoch = match opened {
+            Ok(Some(epoch)) => epoch,
+            Ok(None) => unreachable!("a free group slot could not be opened"),
+            Err(e) => {
+                GROUPS.put_with(&FREE_GROUP_SLOTS, index);
+                return Err(e);
+            }
+        };
+        let handle = Table::<GroupCore>::encode(index, epoch);
+        // SAFETY: non-null, writable (the caller's promise).
+        unsafe { out.write(handle_ptr(handle)) };
+        Ok(())
+    })
+}
+
+/// Spawns the task `f(arg)` into `group`, at `place` (NULL: anywhere).
+///
+/// From a thread outside the pool the task starts at once; from inside the
+/// pool it starts at once when spawned by a task of the group during a
+/// wait, and otherwise at the next `terroir_group_wait` (which is where
+/// `spawn … spawn … wait` code waits anyway). A task may spawn into its
+/// own group.
+///
+/// Errors: `TERROIR_ERROR_NULL_POINTER` (`group`, `f`, `place->data`),
+/// `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an
+/// unknown place kind), `TERROIR_ERROR_INVALID_NODE` (a node the pool has
+/// no worker on), `TERROIR_ERROR_INVALID_WORKER`,
+/// `TERROIR_ERROR_ZERO_SIZE` (`place->len`), `TERROIR_ERROR_SYSTEM` (the
+/// page-location query of a data place).
+///
+/// # Safety
+/// `f` must be safe to call with `arg` on any thread until the group has
+/// been waited for; `place` is NULL or points to a `terroir_place`, whose
+/// `data .. data + len` (for a data place) is memory of this process.
+#[no_mangle]
+pub unsafe extern "C" fn terroir_group_spawn(
+    group: *mut TerroirGroup,
+    f: TerroirTaskFn,
+    arg: *mut c_void,
+    place: *const TerroirPlace,
+) -> c_int {
+    call("terroir_group_spawn", || {
+        if group.is_null() {
+            return Err(Error::null("group"));
+        }
+        let f = f.ok_or_else(|| Error::null("f"))?;
+        let (core, epoch) = lookup(group)?;
+        // SAFETY: NULL or a valid place (the caller's promise).
+        let place = match unsafe { place.as_ref() } {
+            None => None,
+            Some(p) => Some(
+                core.with_pool(epoch, |pool| to_place(pool, Some(p)))
+                    .map_err(|e| group_error(group, e))??,
+            ),
+        };
+        let task = CTask::new(f, arg);
+        core.spawn(epoch, place, false, move |_| task.run())
+            .map_err(|e| group_error(group, e))
+    })
+}
+
+/// Waits until every task spawned into `group` (including tasks spawned by
+/// its tasks) is done. A worker that waits runs the group's tasks and
+/// steals other work meanwhile: it never blocks, also while the group's
+/// tasks run elsewhere. A thread outside the pool runs the group's queued
+/// tasks on the pool and blocks only while other threads run the rest.
+///
+/// Errors: `TERROIR_ERROR_NULL_POINTER`, `TERROIR_ERROR_INVALID_HANDLE`,
+/// `TERROIR_ERROR_WOULD_DEADLOCK` when called from one of the group's own
+/// tasks (or from a branch of a `terroir_join`, or a task of a group, that
+/// such a task waits for), or from work that a worker took while one of
+/// the group's waits ran its tasks on that worker: the wait could never
+/// end, so it is refused and nothing changes.
+///
+/// # Safety
+/// Any pointer value is accepted: handles are never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn terroir_group_wait(group: *mut TerroirGroup) -> c_int {
+    call("terroir_group_wait", || {
+        if group.is_null() {
+            return Err(Error::null("group"));
+        }
+        let (core, epoch) = lookup(group)?;
+        core.wait(epoch).map_err(|e| group_error(group, e))
+    })
+}
+
+/// Waits for `group` (as `terroir_group_wait`) and destroys its handle.
+///
+/// Errors: `TERROIR_ERROR_NULL_POINTER`; `TERROIR_ERROR_INVALID_HANDLE` for
+/// a group destroyed already (a double destroy) or a garbage handle;
+/// `TERROIR_ERROR_WOULD_DEADLOCK` where `terroir_group_wait` gives it
+/// (the group is then not destroyed).
+///
+/// # Safety
+/// Any pointer value is accepted: handles are never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn terroir_group_destroy(group: *mut TerroirGroup) -> c_int {
+    call("terroir_group_destroy", || {
+        if group.is_null() {
+            return Err(Error::null("group"));
+        }
+        let (core, epoch) = lookup(group)?;
+        // Waited for and closed under the group's lock, which is let go
+        // only while a batch runs or the waiter waits, and closed while
+        // still held once idle: a racing spawn either lands before (and is
+        // waited for) or finds the handle dead.
+        match core.close(epoch) {
+            Ok(reusable) => {
+                if reusable {
+                    GROUPS.put_with(
+                        &FREE_GROUP_SLOTS,
+                        Table::<GroupCore>::decode(group.addr()).0,
+                    );
+                }
+                Ok(())
+            }
+            // Another thread destroyed it while this one waited.
+            Err(CoreError::ClosedMeanwhile) => Err(Error::new(
+                TerroirError::InvalidHandle,
+                format!(
+                    "group handle {:#x} was destroyed by another thread during this destroy",
+                    group.addr()
+                ),
+            )),
+            Err(e) => Err(group_error(group, e)),
+        }
+    })
+}

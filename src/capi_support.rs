@@ -1,0 +1,75 @@
+//! What the C API (the `terroir-capi` crate) needs of the engine beyond
+//! the public Rust API. **For terroir-capi only: not part of terroir's
+//! public API, and not covered by semver** (it may change in any
+//! release, together with terroir-capi).
+//!
+//! - [`GroupCore`]: the state of a task group with an epoch, which the C
+//!   handle table keeps in its slots (a [`TaskGroup`](crate::TaskGroup)
+//!   owns one);
+//! - the pool the calling code runs in ([`with_current_pool`],
+//!   [`current_pool_tag`], [`set_pool_tag`]): what a NULL pool argument
+//!   means, and whether a pool handle is the calling worker's own, without
+//!   a lookup;
+//! - `join` and `install` that carry the caller's task-group frame to the
+//!   thread that runs the work ([`Worker::join`],
+//!   [`install_carrying_frame`]), so that a C wait from such work is
+//!   refused when it could never end.
+
+pub use crate::sched::group::{CoreError, GroupCore};
+use crate::sched::WorkerThread;
+use crate::ThreadPool;
+
+/// Runs `f` with the pool the calling thread is a worker of; `None` on a
+/// thread outside every pool.
+#[inline]
+pub fn with_current_pool<R>(f: impl FnOnce(&ThreadPool) -> R) -> Option<R> {
+    crate::sched::group::with_current_pool(f)
+}
+
+/// Tags `pool` with `tag` (the C API: the pool's handle; 0 means none).
+pub fn set_pool_tag(pool: &ThreadPool, tag: usize) {
+    crate::sched::group::set_pool_tag(pool, tag);
+}
+
+/// The tag of the pool the calling thread is a worker of (0: untagged);
+/// `None` on a thread outside every pool.
+#[inline]
+pub fn current_pool_tag() -> Option<usize> {
+    WorkerThread::current().map(crate::sched::group::pool_tag)
+}
+
+/// The calling thread's worker, for [`Worker::join`]: looked up once.
+#[derive(Clone, Copy)]
+pub struct Worker(&'static WorkerThread);
+
+impl Worker {
+    /// The calling thread's worker, when it is one (of the pool tagged
+    /// `tag`, if given: see [`set_pool_tag`]).
+    #[inline(always)]
+    pub fn current(tag: Option<usize>) -> Option<Worker> {
+        WorkerThread::current()
+            .filter(|wt| tag.is_none_or(|t| crate::sched::group::pool_tag(wt) == t))
+            .map(Worker)
+    }
+
+    /// `join(a, b)` on this worker (the calling thread's), its second
+    /// branch run in the caller's task-group frame on whichever thread
+    /// takes it.
+    ///
+    /// Keep the closures' states to a word or two (a reference each): they
+    /// travel to `join` in registers.
+    #[inline(always)]
+    pub fn join<A, B>(self, a: A, b: B)
+    where
+        A: FnOnce() + Send,
+        B: FnOnce() + Send,
+    {
+        crate::sched::group::join_carrying_frame(self.0, a, b);
+    }
+}
+
+/// Runs `f` on a worker of `pool` (as [`ThreadPool::install`]) in a frame
+/// whose parent is the caller's task-group frame.
+pub fn install_carrying_frame<R: Send>(pool: &ThreadPool, f: impl FnOnce() -> R + Send) -> R {
+    crate::sched::group::install_carrying_frame(pool, f)
+}

@@ -1,0 +1,843 @@
+//! The state of one task group ([`GroupCore`]) and its protocol: spawn,
+//! wait, close, and the slow paths behind them (tasks started from
+//! outside the pool, waiters that block or work, adopting the pool).
+//!
+//! # The state word and the lock
+//!
+//! A group is one `AtomicU64`, `epoch << 32 | flags`, and the fields it
+//! guards. `LIVE` says the group is open under `epoch`; `LOCKED` is a
+//! spin lock (taken with one compare-and-swap, released with a plain
+//! store, held only for a few field updates, never across a task or a
+//! wait); `BUSY` mirrors "not idle" so that a wait or a close of an idle
+//! group reads or swaps one word. Every operation names the epoch it
+//! expects: after a close bumps the epoch, an old epoch finds the group
+//! dead (`CoreError::Dead`), never another group's fields. That is all
+//! the C API's handle table needs: a handle is a slot and an epoch.
+//!
+//! A group created by a worker for its own pool ([`GroupCore::open_here`],
+//! the C API's `terroir_group_create(NULL, ..)` inside a task) does not
+//! count a reference to the pool: the worker is alive, and so is its pool.
+//! A thread other than that worker that uses the group *adopts* it first
+//! (takes a reference and keeps the pool alive, unless the pool was
+//! destroyed already: `CoreError::PoolGone`), and a worker exiting with
+//! groups of its own that nobody adopted keeps its pool's memory (a leak
+//! only in that case), so that a late user of such a group never reads
+//! freed memory. An empty group created and closed by one worker thus
+//! costs no atomic read-modify-write but the close's one.
+//!
+//! # Where tasks start
+//!
+//! - **From a task of the group that runs in a wait's batch** (the usual
+//!   nested fork-join): straight into that batch (`batch.rs`), found
+//!   through the task's frame, with no lock.
+//! - **From another worker of the group's pool**: queued, and started by
+//!   the next wait, which runs the queue as a batch on the waiting
+//!   worker. The waiter runs tasks and steals others, so nested groups
+//!   never block a worker (a blocked worker in a nested wait is how task
+//!   libraries deadlock on small pools). Code that spawns then waits loses
+//!   little: its tasks become visible to thieves at the wait rather than
+//!   at the spawn.
+//! - **From a thread outside the pool**: started at once as a `'static`
+//!   job of the pool, counted, and also queued: the wait's batch spawns a
+//!   claim for it, and whichever of the two runs first takes the task (an
+//!   atomic flag), so the waiter helps with those too.
+//!
+//! # Waiting
+//!
+//! A wait loops: run the queue as a batch (with the lock let go); when
+//! the queue is empty, no other wait runs a batch and no task started
+//! from outside is unfinished, return; when only such tasks remain, wait
+//! for a change. A thread outside every pool blocks on the group's
+//! condition variable; a worker (of any pool) never blocks: it runs other
+//! work until a latch it listed in the group is set, since the task it
+//! waits for may be placed on it. A wait from work stacked on top of the
+//! group's own task or batch is refused (`frame.rs`): on this thread,
+//! checked at once; through the stacks of the workers that run the
+//! caller's batches, checked before the wait first blocks (so a wait
+//! refused for the latter may have run some of the group's queued tasks
+//! first).
+
+use std::any::Any;
+use std::cell::UnsafeCell;
+use std::mem::{self, ManuallyDrop};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use super::batch::{run_batch, Queued, Started};
+use super::frame::{self, FramePtr};
+use super::task::Task;
+use super::{TaskGroup, WouldDeadlock};
+use crate::sched::job::halt_unwinding;
+use crate::sched::latch::{Latch, WorkerLatch};
+use crate::sched::place::{Place, PlaceError};
+use crate::sched::registry::Registry;
+use crate::sched::worker::{WorkerInfo, WorkerThread};
+use crate::ThreadPool;
+
+const LIVE: u64 = 1;
+const LOCKED: u64 = 2;
+const BUSY: u64 = 4;
+
+/// A panic payload of a task, kept for the wait that reports it.
+pub(crate) type Panic = Box<dyn Any + Send + 'static>;
+
+#[inline]
+fn word(epoch: u32, flags: u64) -> u64 {
+    (u64::from(epoch) << 32) | flags
+}
+
+#[inline]
+fn epoch_of(state: u64) -> u32 {
+    (state >> 32) as u32
+}
+
+/// Why a group operation did nothing.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CoreError {
+    /// The group is not open under the epoch given: closed already, or
+    /// never opened (a stale or garbage handle).
+    Dead,
+    /// Another thread closed the group while this close waited for it.
+    ClosedMeanwhile,
+    /// The group was created by a worker for its own pool, the pool has
+    /// been destroyed since (its workers finished their work and exited),
+    /// and the group has no reference to it to run tasks on.
+    PoolGone,
+    /// The wait could never end (see [`WouldDeadlock`]); nothing changed.
+    WouldDeadlock(WouldDeadlock),
+    /// The place cannot be honoured by the group's pool (only from
+    /// `spawn` with `check` set); nothing was spawned.
+    Place(PlaceError),
+}
+
+/// The fields a group's lock guards.
+struct Inner {
+    /// The group's pool.
+    registry: *const Registry,
+    /// Whether the group holds a reference to its pool (an `Arc` count and
+    /// a keep-alive count), released by the close.
+    counted: bool,
+    /// The worker that created the group for its own pool (no reference
+    /// counted), or null.
+    owner: *const WorkerInfo,
+    queue: Vec<Queued>,
+    /// Waits running a batch of the queue (whose tasks the batch counts).
+    batches: usize,
+    /// Tasks started from outside the pool and not finished.
+    started: usize,
+    /// Threads blocked on the condition variable; a count of this epoch
+    /// (a waiter woken after the close does not count itself off: the
+    /// next open starts at zero).
+    blocked: usize,
+    /// The latches of workers that wait for the group while running other
+    /// work. Set and emptied by every change that may let a waiter go on,
+    /// so empty whenever the group is idle.
+    latches: Vec<WaiterLatch>,
+    /// The first panic of a task, for the next wait to propagate.
+    panic: Option<Panic>,
+}
+
+impl Inner {
+    /// Whether no task of the group is queued, running in a batch, or
+    /// started from outside: then no task of it can be running either.
+    fn idle(&self) -> bool {
+        self.queue.is_empty() && self.batches == 0 && self.started == 0
+    }
+
+    fn busy(&self) -> bool {
+        !self.idle() || self.panic.is_some()
+    }
+
+    fn keep_panic(&mut self, p: Panic) {
+        // The first one wins; later ones are dropped (as in a scope).
+        if self.panic.is_none() {
+            self.panic = Some(p);
+        }
+    }
+}
+
+/// A waiting worker's latch, on that worker's stack.
+struct WaiterLatch(*const WorkerLatch);
+
+// SAFETY: the latch is only set (an atomic operation on a `Sync` latch),
+// from any thread, while its worker waits for it; see `wake_waiters`.
+unsafe impl Send for WaiterLatch {}
+
+/// The most queue capacity a group keeps for the next group of its slot
+/// (C) or its next batch: enough for a task tree's fan-out.
+const KEPT_CAPACITY: usize = 64;
+
+/// One task group's state: what [`TaskGroup`] owns, and what the C API
+/// keeps in each slot of its handle table (reused by the next group, with
+/// the epoch bumped).
+///
+/// Not covered by semver: the C API's building block (see
+/// `terroir::__capi`).
+pub struct GroupCore {
+    state: AtomicU64,
+    inner: UnsafeCell<Inner>,
+    /// The condition variable of waiters outside every pool, with its
+    /// mutex (taken after the lock, never before it).
+    sleep: Mutex<()>,
+    wake: Condvar,
+}
+
+// SAFETY: `inner` is only accessed under the lock (`Locked`), or by the
+// one thread that opens a free group (no other thread can lock it before
+// the open's Release store); everything else is atomic or `Sync`.
+unsafe impl Sync for GroupCore {}
+// SAFETY: as above; the raw pointers in `inner` are to `Sync` objects
+// whose lifetimes the protocol guarantees (module docs).
+unsafe impl Send for GroupCore {}
+
+impl Default for GroupCore {
+    fn default() -> Self {
+        GroupCore::new()
+    }
+}
+
+/// The lock of an open group, held.
+pub(crate) struct Locked<'a> {
+    core: &'a GroupCore,
+    epoch: u32,
+}
+
+impl Locked<'_> {
+    #[inline]
+    fn inner(&mut self) -> &mut Inner {
+        // SAFETY: the lock is held, so this thread alone accesses `inner`.
+        unsafe { &mut *self.core.inner.get() }
+    }
+}
+
+impl Drop for Locked<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let busy = if self.inner().busy() { BUSY } else { 0 };
+        self.core
+            .state
+            .store(word(self.epoch, LIVE | busy), Ordering::Release);
+    }
+}
+
+/// A `Send` pointer to a group, for the jobs of its tasks. A group
+/// outlives them: it is not idle while they run, and neither a close nor
+/// a [`TaskGroup`]'s drop frees an idle-less group.
+#[derive(Clone, Copy)]
+pub(crate) struct CorePtr(pub(crate) *const GroupCore);
+
+// SAFETY: see the type's docs; a group is only accessed through `&`.
+unsafe impl Send for CorePtr {}
+// SAFETY: as above.
+unsafe impl Sync for CorePtr {}
+
+impl CorePtr {
+    /// # Safety
+    /// The group is alive (see the type's docs).
+    #[inline]
+    pub(crate) unsafe fn get<'a>(self) -> &'a GroupCore {
+        // SAFETY: the caller's promise.
+        unsafe { &*self.0 }
+    }
+}
+
+/// A [`ThreadPool`] that borrows a registry that someone else keeps
+/// alive: never dropped (dropping a pool terminates it).
+fn pool_view(registry: *const Registry) -> ManuallyDrop<ThreadPool> {
+    ManuallyDrop::new(ThreadPool {
+        // SAFETY: `registry` came from `Arc::as_ptr` and the caller holds a
+        // count for the view's life; the view never drops this `Arc`.
+        registry: unsafe { Arc::from_raw(registry) },
+    })
+}
+
+/// A [`TaskGroup`] that borrows `core` (for its tasks): never dropped.
+pub(crate) fn group_view(core: &GroupCore) -> ManuallyDrop<TaskGroup> {
+    ManuallyDrop::new(TaskGroup {
+        core: ptr::NonNull::from(core),
+    })
+}
+
+impl GroupCore {
+    /// A closed group (epoch 1), ready to be opened.
+    pub fn new() -> GroupCore {
+        GroupCore {
+            state: AtomicU64::new(word(1, 0)),
+            inner: UnsafeCell::new(Inner {
+                registry: ptr::null(),
+                counted: false,
+                owner: ptr::null(),
+                queue: Vec::new(),
+                batches: 0,
+                started: 0,
+                blocked: 0,
+                latches: Vec::new(),
+                panic: None,
+            }),
+            sleep: Mutex::new(()),
+            wake: Condvar::new(),
+        }
+    }
+
+    /// The epoch the group is open under, or `None` when it is closed.
+    #[inline]
+    pub fn epoch(&self) -> Option<u32> {
+        let s = self.state.load(Ordering::Acquire);
+        (s & LIVE != 0).then_some(epoch_of(s))
+    }
+
+    /// Sets up the fields of a closed group and opens it.
+    ///
+    /// # Safety
+    /// The group is closed and the caller is the only thread opening it.
+    #[inline]
+    unsafe fn open_with(
+        &self,
+        registry: *const Registry,
+        counted: bool,
+        owner: *const WorkerInfo,
+    ) -> Option<u32> {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & LIVE != 0 || epoch_of(s) == 0 {
+            // Open already, or retired (its epoch would have wrapped).
+            return None;
+        }
+        // SAFETY: closed, so no thread can lock it (locking needs `LIVE`),
+        // and the caller alone opens it.
+        let inner = unsafe { &mut *self.inner.get() };
+        inner.registry = registry;
+        inner.counted = counted;
+        inner.owner = owner;
+        inner.batches = 0;
+        inner.started = 0;
+        inner.blocked = 0;
+        debug_assert!(inner.queue.is_empty() && inner.latches.is_empty());
+        debug_assert!(inner.panic.is_none());
+        let epoch = epoch_of(s);
+        self.state.store(word(epoch, LIVE), Ordering::Release);
+        Some(epoch)
+    }
+
+    /// Opens the group for the calling worker's own pool, without a
+    /// reference to it (see the module docs), when the caller is a worker
+    /// (of the pool tagged `tag`, if given: see
+    /// `terroir::__capi::set_pool_tag`); its epoch, or `None` when it is
+    /// not (or the group is open, or retired).
+    ///
+    /// # Safety
+    /// The caller is the only thread opening this group.
+    #[inline]
+    pub unsafe fn open_here(&self, tag: Option<usize>) -> Option<u32> {
+        let wt = WorkerThread::current()?;
+        if tag.is_some_and(|t| super::pool_tag(wt) != t) {
+            return None;
+        }
+        // SAFETY: forwarded.
+        let epoch = unsafe { self.open_with(Arc::as_ptr(wt.registry()), false, wt.info) }?;
+        wt.groups_open.set(wt.groups_open.get() + 1);
+        Some(epoch)
+    }
+
+    /// Opens the group for `pool`, holding a reference to it that keeps
+    /// it alive until the group is closed; its epoch, or `None` when the
+    /// group is open or retired.
+    ///
+    /// # Safety
+    /// The caller is the only thread opening this group.
+    pub unsafe fn open_counted(&self, pool: &ThreadPool) -> Option<u32> {
+        let registry = Arc::clone(&pool.registry);
+        registry.terminate_count.fetch_add(1, Ordering::Relaxed);
+        let raw = Arc::into_raw(registry);
+        // SAFETY: forwarded.
+        let epoch = unsafe { self.open_with(raw, true, ptr::null()) };
+        if epoch.is_none() {
+            // SAFETY: the count and keep-alive taken above, given back.
+            unsafe { release(raw) };
+        }
+        epoch
+    }
+
+    /// Takes the lock of the group open under `epoch`.
+    #[inline]
+    fn lock(&self, epoch: u32) -> Result<Locked<'_>, CoreError> {
+        let mut spins = 0u32;
+        loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if s & LIVE == 0 || epoch_of(s) != epoch {
+                return Err(CoreError::Dead);
+            }
+            if s & LOCKED == 0
+                && self
+                    .state
+                    .compare_exchange_weak(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return Ok(Locked { core: self, epoch });
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                // The holder may be descheduled: let it run.
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// The lock of a group that cannot have been closed meanwhile (the
+    /// caller holds a count that keeps it busy).
+    fn relock(&self, epoch: u32) -> Locked<'_> {
+        self.lock(epoch)
+            .unwrap_or_else(|_| unreachable!("a busy group was closed"))
+    }
+
+    /// Spawns the task `f` at `place` (`None`: anywhere) into the group
+    /// open under `epoch` (see the module docs for where it starts). With
+    /// `check`, a place the group's pool cannot honour is an error
+    /// ([`CoreError::Place`]); without, such a task runs unplaced.
+    ///
+    /// # Errors
+    /// [`CoreError::Dead`], [`CoreError::PoolGone`], [`CoreError::Place`].
+    #[inline]
+    pub fn spawn<F>(
+        &self,
+        epoch: u32,
+        place: Option<Place>,
+        check: bool,
+        f: F,
+    ) -> Result<(), CoreError>
+    where
+        F: FnOnce(&TaskGroup) + Send + 'static,
+    {
+        let wt = WorkerThread::current();
+        if let Some(batch) = wt.and_then(|wt| frame::batch_of(wt, self)) {
+            return self.spawn_into_batch(batch, epoch, place, check, Task::new(f));
+        }
+        let mut g = self.lock(epoch)?;
+        let inner = g.inner();
+        if !inner.counted && wt.is_none_or(|wt| !ptr::eq(wt.info, inner.owner)) {
+            adopt(inner)?;
+        }
+        // SAFETY: the group's pool is alive: counted, or its owner is the
+        // caller (a worker of it).
+        let registry = unsafe { &*inner.registry };
+        if let (true, Some(place)) = (check, &place) {
+            registry.check_place(place).map_err(CoreError::Place)?;
+        }
+        let place = place.filter(|p| !p.is_plain());
+        if wt.is_some_and(|wt| ptr::eq(&**wt.registry(), registry)) {
+            Queued::push(&mut inner.queue, f, place.map(Box::new));
+        } else {
+            self.start_now(inner, place.unwrap_or_else(Place::anywhere), Task::new(f));
+        }
+        if inner.blocked > 0 || !inner.latches.is_empty() {
+            self.wake_waiters(inner);
+        }
+        Ok(())
+    }
+
+    /// Spawns into the running `batch` of this group, for one of its tasks.
+    #[cold]
+    fn spawn_into_batch(
+        &self,
+        batch: &super::batch::Batch,
+        epoch: u32,
+        place: Option<Place>,
+        check: bool,
+        task: Task,
+    ) -> Result<(), CoreError> {
+        // A task of this group runs this code, so the group is busy and its
+        // epoch cannot change meanwhile.
+        if self.epoch() != Some(epoch) {
+            return Err(CoreError::Dead);
+        }
+        let place = place.unwrap_or_else(Place::anywhere);
+        if check {
+            batch
+                .registry()
+                .check_place(&place)
+                .map_err(CoreError::Place)?;
+        }
+        batch.spawn(&place, task);
+        Ok(())
+    }
+
+    /// Starts a task spawned from outside the pool now, and queues it for
+    /// the next wait to claim if no worker took it by then; called with the
+    /// lock held.
+    #[cold]
+    fn start_now(&self, inner: &mut Inner, place: Place, task: Task) {
+        inner.started += 1;
+        let started = Arc::new(Started::new(task, place.clone()));
+        Queued::push_started(&mut inner.queue, Arc::clone(&started));
+        let core = CorePtr(self);
+        // SAFETY: the group's pool is alive (counted: the caller adopted it).
+        let registry = unsafe { &*inner.registry };
+        // The group holds a keep-alive count of the pool, so the pool runs
+        // this job.
+        registry.spawn_static(Some(&place), move || {
+            if let Some(task) = started.take() {
+                // SAFETY: the task is counted in `started`, so the group is
+                // busy, and alive, until `run_started` counts it done.
+                let core = unsafe { core.get() };
+                core.run_started(task, None);
+            }
+        });
+    }
+
+    /// Runs a task started from outside the pool (in `batch` when a wait
+    /// claimed it), then counts it done.
+    pub(crate) fn run_started(&self, task: Task, batch: Option<&super::batch::Batch>) {
+        let view = group_view(self);
+        let result = halt_unwinding(|| match batch {
+            Some(b) => b.run_in_frame(task, &view),
+            None => super::batch::run_unbatched(self, task, &view),
+        });
+        let epoch = self.epoch().expect("a group with a started task is open");
+        let mut g = self.relock(epoch);
+        let inner = g.inner();
+        inner.started -= 1;
+        if let Err(p) = result {
+            inner.keep_panic(p);
+        }
+        // Only the last one can make the group idle.
+        if inner.started == 0 {
+            self.wake_waiters(inner);
+        }
+    }
+
+    /// Wakes every waiter: the threads blocked on the condition variable,
+    /// and the workers working while they wait (their latches are set and
+    /// taken off the list, once each). Called with the lock held.
+    fn wake_waiters(&self, inner: &mut Inner) {
+        if inner.blocked > 0 {
+            // Lock order: the group's lock, then `sleep`.
+            let _sleep = lock(&self.sleep);
+            self.wake.notify_all();
+        }
+        for latch in inner.latches.drain(..) {
+            // SAFETY: a listed latch is unset and its worker waits for it
+            // in `wait_locked` (which unlists it itself only if that wait
+            // unwinds, under the lock), so it is alive until this set.
+            unsafe { WorkerLatch::set(latch.0) };
+        }
+    }
+
+    /// Waits until the group open under `epoch` is idle: see the module
+    /// docs. Propagates (resumes) the first panic of its tasks.
+    ///
+    /// # Errors
+    /// [`CoreError::Dead`]; [`CoreError::WouldDeadlock`];
+    /// [`CoreError::PoolGone`].
+    #[inline]
+    pub fn wait(&self, epoch: u32) -> Result<(), CoreError> {
+        // Idle and unlocked: nothing to wait for, and the caller cannot be
+        // one of the group's tasks (none is running). Acquire: the tasks'
+        // work is visible.
+        if self.state.load(Ordering::Acquire) == word(epoch, LIVE) {
+            return Ok(());
+        }
+        let g = self.lock(epoch)?;
+        match self.wait_locked(g)? {
+            Some((g, panic)) => {
+                drop(g);
+                if let Some(p) = panic {
+                    std::panic::resume_unwind(p);
+                }
+                Ok(())
+            }
+            // Closed by another thread meanwhile: it was idle.
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for the group open under `epoch` to be idle (as [`wait`]) and
+    /// closes it: the epoch is bumped, and the group may be opened again.
+    /// `Ok(false)`: the epoch would wrap, so the group is retired (never to
+    /// be opened again). A panic of a task is resumed after the close.
+    ///
+    /// # Errors
+    /// As [`wait`] (then nothing changes), and
+    /// [`CoreError::ClosedMeanwhile`] when another thread closed the group
+    /// during this call.
+    ///
+    /// [`wait`]: Self::wait
+    #[inline]
+    pub fn close(&self, epoch: u32) -> Result<bool, CoreError> {
+        // Idle (no task, no panic to report) and unlocked: close it at once.
+        if self
+            .state
+            .compare_exchange(
+                word(epoch, LIVE),
+                word(epoch, LIVE | LOCKED),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            return Ok(self.free(Locked { core: self, epoch }));
+        }
+        self.close_slow(epoch)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn close_slow(&self, epoch: u32) -> Result<bool, CoreError> {
+        let (reusable, panic) = self.close_inner(epoch)?;
+        if let Some(p) = panic {
+            std::panic::resume_unwind(p);
+        }
+        Ok(reusable)
+    }
+
+    /// [`close`](Self::close), the panic of a task returned rather than
+    /// resumed.
+    pub(crate) fn close_collect(&self, epoch: u32) -> Result<Option<Panic>, CoreError> {
+        self.close_inner(epoch).map(|(_, panic)| panic)
+    }
+
+    #[inline]
+    fn close_inner(&self, epoch: u32) -> Result<(bool, Option<Panic>), CoreError> {
+        // (The same lock and check as `close`'s fast path, for a group that
+        // has tasks.)
+        let g = self.lock(epoch)?;
+        let (g, panic) = match self.wait_locked(g)? {
+            Some(idle) => idle,
+            None => return Err(CoreError::ClosedMeanwhile),
+        };
+        Ok((self.free(g), panic))
+    }
+
+    /// Closes the locked, idle group and releases what it holds.
+    #[inline]
+    fn free(&self, mut g: Locked<'_>) -> bool {
+        let epoch = g.epoch;
+        let inner = g.inner();
+        debug_assert!(inner.idle() && inner.latches.is_empty());
+        let (registry, counted, owner) = (inner.registry, inner.counted, inner.owner);
+        if inner.queue.capacity() > KEPT_CAPACITY {
+            inner.queue = Vec::new();
+        }
+        let next = epoch.wrapping_add(1);
+        mem::forget(g);
+        // Unlocks and closes at once; epoch 0 is never opened (retired).
+        self.state.store(word(next, 0), Ordering::Release);
+        if counted {
+            // SAFETY: the count and keep-alive the group held.
+            unsafe { release(registry) };
+        } else {
+            match WorkerThread::current() {
+                Some(wt) if ptr::eq(wt.info, owner) => {
+                    wt.groups_open.set(wt.groups_open.get() - 1);
+                }
+                // Closed by another thread without adopting: counted as
+                // adopted, so that the owner's exit sums up (`worker_exits`).
+                _ => {
+                    // SAFETY: the owner's registry is alive (see `worker_exits`).
+                    unsafe { (*owner).groups_adopted.fetch_add(1, Ordering::Release) };
+                }
+            }
+        }
+        next != 0
+    }
+
+    /// Runs `f` with the group's pool.
+    ///
+    /// # Errors
+    /// [`CoreError::Dead`].
+    pub fn with_pool<R>(
+        &self,
+        epoch: u32,
+        f: impl FnOnce(&ThreadPool) -> R,
+    ) -> Result<R, CoreError> {
+        let registry = {
+            let mut g = self.lock(epoch)?;
+            let registry = g.inner().registry;
+            // SAFETY: alive: counted, or its owner is alive or exited
+            // keeping it (see `worker_exits`).
+            unsafe { Arc::increment_strong_count(registry) };
+            registry
+        };
+        struct Release(*const Registry);
+        impl Drop for Release {
+            fn drop(&mut self) {
+                // SAFETY: the count taken above.
+                unsafe { Arc::decrement_strong_count(self.0) };
+            }
+        }
+        let _release = Release(registry);
+        Ok(f(&pool_view(registry)))
+    }
+
+    /// The loop of a wait, from the lock: `Some((lock, panic))` once the
+    /// group is idle, `None` if another thread closed it meanwhile (which
+    /// it does only once the group is idle).
+    fn wait_locked<'a>(
+        &'a self,
+        mut g: Locked<'a>,
+    ) -> Result<Option<(Locked<'a>, Option<Panic>)>, CoreError> {
+        if g.inner().idle() {
+            let panic = g.inner().panic.take();
+            return Ok(Some((g, panic)));
+        }
+        let epoch = g.epoch;
+        let wt = WorkerThread::current();
+        if let Some(why) = wt.and_then(|wt| frame::stacked_on(wt, self)) {
+            return Err(CoreError::WouldDeadlock(why));
+        }
+        {
+            let inner = g.inner();
+            if !inner.counted && wt.is_none_or(|wt| !ptr::eq(wt.info, inner.owner)) {
+                adopt(inner)?;
+            }
+        }
+        let here = wt.map_or(FramePtr(ptr::null()), FramePtr::of);
+        let mut checked_elsewhere = false;
+        loop {
+            let inner = g.inner();
+            if !inner.queue.is_empty() {
+                let mut batch = mem::take(&mut inner.queue);
+                inner.batches += 1;
+                let registry = inner.registry;
+                drop(g);
+                // Counts the batch done if it unwinds (it catches the
+                // tasks' panics, so only a bug of terroir's would).
+                struct BatchDone<'a>(&'a GroupCore, u32);
+                impl Drop for BatchDone<'_> {
+                    fn drop(&mut self) {
+                        let mut g = self.0.relock(self.1);
+                        g.inner().batches -= 1;
+                        self.0.wake_waiters(g.inner());
+                    }
+                }
+                let done = BatchDone(self, epoch);
+                let panic = run_batch(self, registry, &mut batch, here);
+                mem::forget(done);
+                g = self.relock(epoch);
+                let inner = g.inner();
+                inner.batches -= 1;
+                if let Some(p) = panic {
+                    inner.keep_panic(p);
+                }
+                // The batch's capacity serves the next spawns.
+                if inner.queue.capacity() == 0 && batch.capacity() <= KEPT_CAPACITY {
+                    batch.clear();
+                    inner.queue = batch;
+                }
+                self.wake_waiters(inner);
+                continue;
+            }
+            if inner.idle() {
+                let panic = inner.panic.take();
+                return Ok(Some((g, panic)));
+            }
+            // A worker (of any pool) runs other work while it waits: it
+            // might be the very worker that a task of the group is placed
+            // on.
+            if let Some(wt) = wt {
+                // About to wait for work other threads run: refuse if it is
+                // stacked, on another worker, over what this wait holds up.
+                if !checked_elsewhere {
+                    checked_elsewhere = true;
+                    if let Some(why) = frame::stacked_elsewhere(wt, self) {
+                        return Err(CoreError::WouldDeadlock(why));
+                    }
+                }
+                let latch = WorkerLatch::new(wt, true);
+                inner.latches.push(WaiterLatch(&latch));
+                drop(g);
+                /// Takes the latch off the list if the wait unwinds before
+                /// the latch was set (the latch is about to be freed).
+                struct Unlist<'a>(&'a GroupCore, u32, *const WorkerLatch);
+                impl Drop for Unlist<'_> {
+                    fn drop(&mut self) {
+                        if let Ok(mut g) = self.0.lock(self.1) {
+                            g.inner().latches.retain(|l| !ptr::eq(l.0, self.2));
+                        }
+                    }
+                }
+                let unlist = Unlist(self, epoch, &latch);
+                wt.wait_until(&latch);
+                mem::forget(unlist);
+                match self.lock(epoch) {
+                    Ok(again) => g = again,
+                    Err(_) => return Ok(None),
+                }
+                continue;
+            }
+            inner.blocked += 1;
+            // Lock order: the group's lock, then `sleep`, held from before
+            // the lock is let go until the wait lets go of it, so that a
+            // waker (which takes both) cannot notify in between.
+            let sleep = lock(&self.sleep);
+            drop(g);
+            let sleep = self.wake.wait(sleep).unwrap_or_else(|e| e.into_inner());
+            drop(sleep);
+            match self.lock(epoch) {
+                Ok(mut again) => {
+                    again.inner().blocked -= 1;
+                    g = again;
+                }
+                Err(_) => return Ok(None),
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes an uncounted group hold a reference to its pool, for a thread
+/// other than the worker that created it; called with the lock held.
+fn adopt(inner: &mut Inner) -> Result<(), CoreError> {
+    // SAFETY: the registry is alive: its owner worker is, or exited keeping
+    // it (`worker_exits`).
+    let registry = unsafe { &*inner.registry };
+    if !registry.try_keep_alive() {
+        return Err(CoreError::PoolGone);
+    }
+    // SAFETY: alive (above); this count is the group's from now on.
+    unsafe { Arc::increment_strong_count(inner.registry) };
+    inner.counted = true;
+    // After the count: an owner that sees this knows the group keeps the
+    // registry alive itself.
+    // SAFETY: the owner's `WorkerInfo` lives in the registry (alive).
+    unsafe {
+        (*inner.owner)
+            .groups_adopted
+            .fetch_add(1, Ordering::Release)
+    };
+    Ok(())
+}
+
+/// Gives back a counted group's reference to its pool.
+///
+/// # Safety
+/// `registry` came from `Arc::into_raw` (or has a count this call owns),
+/// with a keep-alive count of its pool taken for it.
+unsafe fn release(registry: *const Registry) {
+    // SAFETY: the caller's count keeps it alive until the decrement.
+    unsafe {
+        (*registry).terminate();
+        Arc::decrement_strong_count(registry);
+    }
+}
+
+/// Called by a worker as it exits: if groups it created for its own pool
+/// without a reference may still be open and not adopted, keeps the
+/// pool's memory (leaking one count), so that a thread that adopts or
+/// closes one of them later reads no freed memory.
+pub(crate) fn worker_exits(wt: &WorkerThread) {
+    let open = wt.groups_open.get();
+    if open > 0 && open > wt.info().groups_adopted.load(Ordering::Acquire) {
+        mem::forget(Arc::clone(wt.registry()));
+    }
+}
+
+/// `Started`'s flag, claimed once.
+pub(crate) fn claim(flag: &AtomicBool) -> bool {
+    !flag.swap(true, Ordering::AcqRel)
+}

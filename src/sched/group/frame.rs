@@ -1,0 +1,316 @@
+//! What the code running on a worker is part of: a chain of [`Frame`]s,
+//! one per group task running (and one per pool entered on behalf of such
+//! a task), each pointing to the frame of the work that waits for it; and,
+//! per thread, the list of groups whose tasks or batches run lower on its
+//! own stack ([`Entered`]).
+//!
+//! The two lists answer, without locks, the questions the engine asks of
+//! the caller of a group operation:
+//!
+//! - **is this a task of the group, running in a wait's batch?** Then a
+//!   spawn into the group goes straight into that batch (the innermost
+//!   frame of the group that names a batch);
+//! - **would this wait never end?** A wait for a group from one of its own
+//!   tasks, or from work that such a task waits for (a frame of the group
+//!   in the chain), or from work this worker took while a task or batch of
+//!   the group waited lower on its stack (an entry of the group in the
+//!   list), is refused with [`WouldDeadlock`](super::WouldDeadlock).
+//!
+//! Rust's `join` and `install` do not carry frames to the thread that
+//! runs their work (that would cost every join a word); the C API's join
+//! and its entries into a pool do ([`join_carrying_frame`],
+//! [`install_carrying_frame`]), so a C wait from a stolen branch of a
+//! group's task is refused too.
+//!
+//! Frames and entries live on the stacks of the functions that run the
+//! work. A frame's parent belongs to work that waits for the frame's work
+//! (a join waits for both branches, a batch for its tasks, `install` for
+//! its body), so a parent outlives its children and every pointer in a
+//! chain reachable from a running frame is valid; an entry is unlinked
+//! before its function returns (also on unwind).
+
+use std::cell::Cell;
+use std::ptr;
+
+use super::batch::Batch;
+use super::core::GroupCore;
+use crate::sched::join_flagged_in;
+use crate::sched::worker::WorkerThread;
+use crate::ThreadPool;
+
+/// One frame of group work on a worker.
+pub(crate) struct Frame {
+    /// The group whose task this is, or null (a pool entered on behalf of
+    /// the parent frame's work).
+    pub(crate) group: *const GroupCore,
+    /// The batch of the group's wait that the task runs in, or null (a
+    /// task started before any wait).
+    pub(crate) batch: *const Batch,
+    /// The frame of the work that waits for this one, or null.
+    pub(crate) parent: *const Frame,
+}
+
+/// One group on a thread's list of entered groups: a node on the stack of
+/// the function that runs the group's task or batch.
+pub(crate) struct Entered {
+    group: *const GroupCore,
+    /// The frame of the work this node stands for: the task's own frame, or
+    /// for a batch the frame of the wait that runs it (the work that waits
+    /// for it); null when none.
+    frame: *const Frame,
+    below: *const Entered,
+}
+
+/// A frame pointer carried to the thread that runs the child work.
+#[derive(Clone, Copy)]
+pub(crate) struct FramePtr(pub(crate) *const Frame);
+
+// SAFETY: a frame is only read (never written) through this pointer, by
+// work that the frame's owner waits for, so it is alive and unchanging
+// while any thread uses it (see the module docs).
+unsafe impl Send for FramePtr {}
+// SAFETY: as above.
+unsafe impl Sync for FramePtr {}
+
+impl FramePtr {
+    /// The innermost frame of `wt`, the calling thread's worker.
+    #[inline]
+    pub(crate) fn of(wt: &WorkerThread) -> FramePtr {
+        FramePtr(wt.group_frame.get())
+    }
+
+    /// The calling thread's innermost frame (none outside the pools).
+    #[inline]
+    pub(crate) fn current() -> FramePtr {
+        WorkerThread::current().map_or(FramePtr(ptr::null()), FramePtr::of)
+    }
+
+    /// The frames from this one outwards.
+    fn chain(self) -> impl Iterator<Item = &'static Frame> {
+        let mut p = self.0;
+        std::iter::from_fn(move || {
+            // SAFETY: every frame of a chain reachable from running code is
+            // alive (module docs); the `'static` references never outlive
+            // the caller's use during that code.
+            let frame = unsafe { p.as_ref() }?;
+            p = frame.parent;
+            Some(frame)
+        })
+    }
+}
+
+/// Runs `f` with `frame` as `wt`'s innermost frame, then restores the
+/// previous one (also on unwind).
+#[inline]
+pub(crate) fn with_frame<R>(wt: &WorkerThread, frame: *const Frame, f: impl FnOnce() -> R) -> R {
+    struct Restore<'a>(&'a Cell<*const Frame>, *const Frame);
+    impl Drop for Restore<'_> {
+        #[inline]
+        fn drop(&mut self) {
+            self.0.set(self.1);
+        }
+    }
+    let _restore = Restore(&wt.group_frame, wt.group_frame.replace(frame));
+    f()
+}
+
+/// Runs `f` with `group` listed in `wt`'s entered groups (no lock, no
+/// allocation), for the work whose frame is `frame`, and unlisted after,
+/// also if `f` unwinds.
+#[inline]
+pub(crate) fn with_entered<R>(
+    wt: &WorkerThread,
+    group: *const GroupCore,
+    frame: *const Frame,
+    f: impl FnOnce() -> R,
+) -> R {
+    struct Unlink<'a>(&'a Cell<*const Entered>, *const Entered);
+    impl Drop for Unlink<'_> {
+        #[inline]
+        fn drop(&mut self) {
+            self.0.set(self.1);
+        }
+    }
+    let head = &wt.group_entered;
+    let below = head.get();
+    let node = Entered {
+        group,
+        frame,
+        below,
+    };
+    head.set(&node);
+    // Declared after `node`, so dropped (unlinking it) before `node` is.
+    let _unlink = Unlink(head, below);
+    f()
+}
+
+/// The batch of a wait for `group` that the calling code runs in as one
+/// of the group's tasks, if any.
+#[inline]
+pub(crate) fn batch_of(wt: &WorkerThread, group: &GroupCore) -> Option<&'static Batch> {
+    let group: *const GroupCore = group;
+    FramePtr::of(wt)
+        .chain()
+        .find(|f| f.group == group && !f.batch.is_null())
+        // SAFETY: the frame's task runs in this batch and is not done (it
+        // runs this code, or waits for the work that does), so the batch,
+        // which waits for it, is alive.
+        .map(|f| unsafe { &*f.batch })
+}
+
+/// The innermost node of `wt`'s entered groups (for a batch starting on
+/// it: see [`Batch`]).
+#[inline]
+pub(crate) fn entered_head(wt: &WorkerThread) -> *const Entered {
+    wt.group_entered.get()
+}
+
+/// Where a wait for `group` from `wt` would stand, if it could never end
+/// for what this thread itself holds: a frame of the group in the caller's
+/// chain (one of its tasks, or work such a task waits for), or the group's
+/// task or batch lower on this thread's stack. Linear in their depth: every
+/// wait for a busy group asks.
+pub(crate) fn stacked_on(wt: &WorkerThread, group: &GroupCore) -> Option<super::WouldDeadlock> {
+    let group: *const GroupCore = group;
+    if FramePtr::of(wt).chain().any(|f| f.group == group) {
+        return Some(super::WouldDeadlock::InsideOwnTask);
+    }
+    let mut p = wt.group_entered.get();
+    // SAFETY: every node in the list is a local of a `with_entered` call
+    // still running on this thread (each unlinks its node before the node
+    // goes out of scope, also on unwinding), so it is alive.
+    while let Some(node) = unsafe { p.as_ref() } {
+        if node.group == group {
+            return Some(super::WouldDeadlock::StackedOnGroup);
+        }
+        p = node.below;
+    }
+    None
+}
+
+/// Most frames and nodes [`stacked_elsewhere`] looks at: a bound on the
+/// walk, far above the nesting of real programs.
+const WALK_BUDGET: u32 = 4096;
+
+/// Most batches [`stacked_elsewhere`] follows.
+const WALK_BATCHES: usize = 64;
+
+/// Where a wait for `group` from `wt` would stand, if it could never end
+/// for what *other* threads hold: the batches the caller's work runs in
+/// (its frames', and those of the work lower on this thread's stack) run
+/// on other workers, on top of what those workers hold lower on their
+/// stacks (taken while they waited); a batch of `group` there, or a task
+/// of it, cannot end before the batch above it does, which waits for the
+/// caller. So, transitively, through each batch's node in its runner's
+/// entered list, each batch once. Asked only before a wait blocks on work
+/// that other threads run (rare), after [`stacked_on`].
+pub(crate) fn stacked_elsewhere(
+    wt: &WorkerThread,
+    group: &GroupCore,
+) -> Option<super::WouldDeadlock> {
+    let group: *const GroupCore = group;
+    let mut budget = WALK_BUDGET;
+    let mut todo: Vec<*const Batch> = Vec::new();
+    let mut seen: Vec<*const Batch> = Vec::new();
+    // A frame chain: whether it has a frame of `group` (`Some(true)`), the
+    // batches it runs in (into `todo`); `None` when the budget ran out.
+    let frames = |start: *const Frame, todo: &mut Vec<*const Batch>, budget: &mut u32| {
+        for f in FramePtr(start).chain() {
+            *budget = budget.checked_sub(1)?;
+            if f.group == group {
+                return Some(true);
+            }
+            if !f.batch.is_null() {
+                todo.push(f.batch);
+            }
+        }
+        Some(false)
+    };
+    let stacked = Some(super::WouldDeadlock::StackedOnGroup);
+    // The caller's own chain has no frame of `group` (`stacked_on`).
+    frames(wt.group_frame.get(), &mut todo, &mut budget)?;
+    let mut node = wt.group_entered.get();
+    // SAFETY: as in `stacked_on`.
+    while let Some(n) = unsafe { node.as_ref() } {
+        if frames(n.frame, &mut todo, &mut budget)? {
+            return stacked;
+        }
+        node = n.below;
+    }
+    while let Some(batch) = todo.pop() {
+        if seen.contains(&batch) {
+            continue;
+        }
+        if seen.len() == WALK_BATCHES {
+            return None;
+        }
+        seen.push(batch);
+        // SAFETY: a batch named by a frame of running work, or reached from
+        // one, runs while that work does (it waits for it), so it is alive;
+        // so are the nodes of its runner's list below its own (locals of
+        // calls its runner cannot return from before the batch ends), which
+        // are never written after they are linked.
+        let mut node = unsafe { (*batch).entered() };
+        // SAFETY: as above.
+        while let Some(n) = unsafe { node.as_ref() } {
+            budget = budget.checked_sub(1)?;
+            if n.group == group || frames(n.frame, &mut todo, &mut budget)? {
+                return stacked;
+            }
+            node = n.below;
+        }
+    }
+    None
+}
+
+/// Runs `f` on a worker of `pool` (as [`ThreadPool::install`]) in a frame
+/// whose parent is the caller's innermost frame, so that a wait for a
+/// group from `f` is refused when the caller is one of its tasks.
+pub(crate) fn install_carrying_frame<R: Send>(
+    pool: &ThreadPool,
+    f: impl FnOnce() -> R + Send,
+) -> R {
+    let parent = FramePtr::current();
+    pool.registry.in_worker(move |wt, _| {
+        let parent = parent;
+        let frame = Frame {
+            group: ptr::null(),
+            batch: ptr::null(),
+            parent: parent.0,
+        };
+        with_frame(wt, &frame, f)
+    })
+}
+
+/// `join(a, b)` on `wt`, the calling thread's worker, whose second branch
+/// runs in the caller's frame on whichever thread takes it.
+///
+/// Keep the closures' states to a word or two (a reference): the states
+/// travel to `join` in registers.
+#[inline(always)]
+pub(crate) fn join_carrying_frame<A, B>(wt: &WorkerThread, a: A, b: B)
+where
+    A: FnOnce() + Send,
+    B: FnOnce() + Send,
+{
+    let here = FramePtr::of(wt);
+    join_flagged_in(wt, a, move |stolen| {
+        if stolen {
+            run_in_frame(here, b);
+        } else {
+            b();
+        }
+    });
+}
+
+/// Runs `f` in `frame` on the calling thread's worker (a stolen branch).
+#[cold]
+#[inline(never)]
+fn run_in_frame(frame: FramePtr, f: impl FnOnce()) {
+    match WorkerThread::current() {
+        Some(wt) => with_frame(wt, frame.0, f),
+        // A branch runs on a worker; were it not, there is no frame to
+        // keep (nothing could be stacked on this thread).
+        None => f(),
+    }
+}

@@ -1,0 +1,214 @@
+//! loom models of the sleep protocol (and of the latch state it works
+//! with): every interleaving of a few threads, with the real `Sleep` and
+//! `LatchState` code (built over loom's primitives, see `sync.rs`). A lost
+//! wake-up shows as a deadlock: every thread blocked, with work left.
+//!
+//! Run with `scripts/loom.sh` (`RUSTFLAGS="--cfg loom" cargo test --lib
+//! --release sched::sleep::loom`).
+
+use loom::sync::atomic::{AtomicBool, AtomicUsize};
+use loom::sync::{Arc, Condvar, Mutex};
+use loom::thread;
+
+use super::{LastLook, Sleep, Wake};
+use crate::sched::latch::LatchState;
+use crate::sched::sync::Ordering;
+
+/// Checks `f` under every interleaving with at most `preemptions` forced
+/// thread switches (the bound keeps CI's run short; lost wake-ups need
+/// one or two).
+fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(preemptions);
+    b.check(f);
+}
+
+/// A stand-in for a pool's queues: a count of jobs, pushed with Release
+/// and taken with an AcqRel read-modify-write, as crossbeam's are.
+#[derive(Default)]
+struct Queue(AtomicUsize);
+
+impl Queue {
+    fn push(&self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+
+    fn take(&self) -> bool {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
+/// How many jobs ran; the main thread waits for a number of them by
+/// blocking (not spinning), so that a lost job is a deadlock loom reports.
+#[derive(Default)]
+struct Done {
+    count: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl Done {
+    fn one(&self) {
+        *self.count.lock().unwrap() += 1;
+        self.cv.notify_all();
+    }
+
+    fn wait_for(&self, n: usize) {
+        let mut c = self.count.lock().unwrap();
+        while *c < n {
+            c = self.cv.wait(c).unwrap();
+        }
+    }
+}
+
+/// One worker of a model: whether it starts as a searcher, and how many
+/// jobs it runs before it stays busy for good (a long job: it never looks
+/// at the queues or parks again), if it ever does.
+#[derive(Clone, Copy)]
+struct Role {
+    searching: bool,
+    jobs: Option<usize>,
+}
+
+/// A worker's loop, reduced to the protocol (`sleep/wait.rs`): take a job
+/// (handing over if it searched), else park with a last look at the
+/// queue; exit once `stop` is set and nothing is left, or once it has run
+/// its share of jobs (see [`Role`]).
+fn worker(w: usize, role: Role, sleep: &Sleep, queue: &Queue, done: &Done, stop: &AtomicBool) {
+    let mut searching = role.searching;
+    let mut ran = 0;
+    let stop_searching = |searching: &mut bool| {
+        if std::mem::take(searching) {
+            sleep.stop_searching(0);
+        }
+    };
+    loop {
+        if role.jobs == Some(ran) {
+            return; // busy for good
+        }
+        if queue.take() {
+            stop_searching(&mut searching);
+            done.one();
+            ran += 1;
+            continue;
+        }
+        if stop.load(Ordering::SeqCst) {
+            stop_searching(&mut searching);
+            return;
+        }
+        let mut took = false;
+        let wake = sleep.park(w, std::mem::take(&mut searching), || {
+            if queue.take() {
+                took = true;
+                LastLook::TookWork
+            } else if stop.load(Ordering::SeqCst) {
+                LastLook::StayAwake
+            } else {
+                LastLook::Park
+            }
+        });
+        if wake == Some(Wake::AsSearcher) {
+            searching = true;
+        }
+        if took {
+            stop_searching(&mut searching);
+            done.one();
+            ran += 1;
+        }
+    }
+}
+
+/// Runs one worker per role while the main thread pushes `jobs` jobs,
+/// each announced with `new_work`, waits until every job ran, then stops
+/// the workers. The pool has one more worker, busy throughout
+/// (it never parks), so that the searcher limit (half the workers)
+/// allows two searchers.
+fn run(roles: &[Role], jobs: usize) {
+    let sleep = Arc::new(Sleep::new(vec![0; roles.len() + 1], 1));
+    let queue = Arc::new(Queue::default());
+    let done = Arc::new(Done::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    for _ in roles.iter().filter(|r| r.searching) {
+        assert!(sleep.try_start_searching());
+    }
+    let handles: Vec<_> = roles
+        .iter()
+        .enumerate()
+        .map(|(w, &role)| {
+            let (sleep, queue, done, stop) =
+                (sleep.clone(), queue.clone(), done.clone(), stop.clone());
+            thread::spawn(move || worker(w, role, &sleep, &queue, &done, &stop))
+        })
+        .collect();
+    // The main thread is the producer (one thread fewer to interleave).
+    for _ in 0..jobs {
+        queue.push();
+        sleep.new_work(0);
+    }
+    done.wait_for(jobs);
+    stop.store(true, Ordering::SeqCst);
+    sleep.wake_all();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+const SLEEPER: Role = Role {
+    searching: false,
+    jobs: None,
+};
+
+/// A producer's push and a worker's registration race: either the
+/// producer sees the sleeper (and wakes it) or the sleeper's last look
+/// sees the job (the SeqCst RMW / SeqCst fence pairing of README §3).
+#[test]
+fn a_job_pushed_while_a_worker_parks_is_never_lost() {
+    model(3, || run(&[SLEEPER], 1));
+}
+
+/// The hand-over race of README §3: two searchers that each run one long
+/// job, a sleeper, three jobs. One searcher takes a job while the other
+/// still counts (so the producer wakes nobody), then the other registers
+/// to park and finds the second job in its last look. Without the
+/// hand-over in `park`, the third job waits with the sleeper asleep and
+/// both searchers busy.
+#[test]
+fn searchers_that_find_work_hand_over() {
+    let busy_searcher = Role {
+        searching: true,
+        jobs: Some(1),
+    };
+    model(1, move || run(&[busy_searcher, busy_searcher, SLEEPER], 3));
+}
+
+/// A worker waiting for its latch parks (UNSET → SLEEPING after it
+/// registered) while another thread sets the latch: either the setter's
+/// swap sees SLEEPING and wakes the owner, or the owner's compare-exchange
+/// fails and it does not park (`sleep/wait.rs`, `WorkerLatch::set`).
+#[test]
+fn a_latch_set_while_its_owner_parks_wakes_it() {
+    model(3, || {
+        let sleep = Arc::new(Sleep::new(vec![0], 1));
+        let latch = Arc::new(LatchState::new());
+        let setter = {
+            let (sleep, latch) = (sleep.clone(), latch.clone());
+            thread::spawn(move || {
+                if latch.set() {
+                    sleep.wake_specific(0);
+                }
+            })
+        };
+        while !latch.probe() {
+            sleep.park(0, false, || {
+                if !latch.get_sleepy() {
+                    return LastLook::StayAwake;
+                }
+                LastLook::Park
+            });
+            latch.wake_up();
+        }
+        setter.join().unwrap();
+        assert_eq!(sleep.counts(), (0, 0));
+    });
+}
