@@ -1,7 +1,7 @@
 //! [`parallel_for`]: a loop over a range of indices whose body gets
 //! sub-ranges, with a schedule, bounds and an optional data place: the
-//! shape of OpenMP's `parallel for` and of the C API's
-//! `terroir_parallel_for`, which wraps it.
+//! shape of OpenMP's `parallel for`, and what the C API's
+//! `terroir_parallel_for` (issue 17, not written yet) is to wrap.
 
 use std::ops::Range;
 
