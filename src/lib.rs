@@ -89,10 +89,17 @@
 #[doc(hidden)]
 #[path = "capi_support.rs"]
 pub mod __capi;
+pub mod iter;
 pub mod numa;
 pub mod pool;
+pub mod prelude;
 pub mod report;
 mod sched;
+
+/// rayon's module paths for the parallel iterators (`rayon::slice`,
+/// `rayon::range`, …), so that code naming them needs only the crate name
+/// changed; the items live in [`iter`].
+pub use iter::{collections, option, range, range_inclusive, slice, vec};
 
 pub use sched::{
     broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,

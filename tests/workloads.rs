@@ -8,7 +8,7 @@ mod workloads;
 
 use terroir::numa::Topology;
 use terroir::{DequeOrder, Policy, ThreadPoolBuilder};
-use workloads::{Size, NAMES, RAYON_NAMES};
+use workloads::{Size, LOOP_NAMES, NAMES, RAYON_NAMES};
 
 fn check(name: &str) {
     let topo = Topology::detect().expect("topology");
@@ -34,6 +34,20 @@ fn check(name: &str) {
                     "{name} ({}) under {policy:?}/{order:?}, run {run}: checksum differs",
                     w.describe()
                 );
+                w.setup();
+                let got = w.terroir_iter(&pool);
+                if LOOP_NAMES.contains(&name) {
+                    assert_eq!(
+                        got,
+                        Some(want),
+                        "{name} iterator version under {policy:?}/{order:?}, run {run}"
+                    );
+                } else {
+                    assert_eq!(
+                        got, None,
+                        "{name} is not in LOOP_NAMES but has a loop version"
+                    );
+                }
             }
         }
     }
@@ -41,6 +55,16 @@ fn check(name: &str) {
         .num_threads(2)
         .build()
         .unwrap();
+    w.setup();
+    let got = w.rayon_iter(&rayon);
+    assert_eq!(
+        got.is_some(),
+        LOOP_NAMES.contains(&name),
+        "{name}: a rayon iterator version exactly for LOOP_NAMES"
+    );
+    if let Some(got) = got {
+        assert_eq!(got, want, "{name}: rayon iterator version");
+    }
     w.setup();
     let got = w.rayon(&rayon);
     if RAYON_NAMES.contains(&name) {

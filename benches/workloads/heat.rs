@@ -18,7 +18,10 @@
 //! [`LEAF_ROWS`] (10, Cilk's `leafmaxcol`) rows, and each leaf computes its
 //! rows (label `heat-block`). The rayon version is the same recursion with
 //! `rayon::join`; the sequential one computes all rows in one loop (every
-//! cell is computed by the same expression, so the bits agree).
+//! cell is computed by the same expression, so the bits agree). The
+//! parallel-iterator versions (terroir's and rayon's, the same code under
+//! each prelude) loop over the rows:
+//! `out.par_chunks_mut(ny).enumerate().for_each(..)`.
 //!
 //! **Size parameter:** the grid side `n` (an `n × n` grid, `n ≥ 4`).
 //! Presets: small 32 (4 steps), default 1024 (40 steps, two grids of 8 MiB),
@@ -247,5 +250,27 @@ impl Workload for Heat {
 
     fn rayon(&self, pool: &rayon::ThreadPool) -> Option<u64> {
         Some(pool.install(|| self.run(|out, old, t| self.stripe_rayon(out, 0, self.nx, old, t))))
+    }
+
+    fn terroir_iter(&self, pool: &ThreadPool) -> Option<u64> {
+        use terroir::prelude::*;
+        Some(pool.install(|| {
+            self.run(|out, old, t| {
+                out.par_chunks_mut(self.ny)
+                    .enumerate()
+                    .for_each(|(i, row)| self.rows(row, i, i + 1, old, t))
+            })
+        }))
+    }
+
+    fn rayon_iter(&self, pool: &rayon::ThreadPool) -> Option<u64> {
+        use rayon::prelude::*;
+        Some(pool.install(|| {
+            self.run(|out, old, t| {
+                out.par_chunks_mut(self.ny)
+                    .enumerate()
+                    .for_each(|(i, row)| self.rows(row, i, i + 1, old, t))
+            })
+        }))
     }
 }

@@ -14,7 +14,10 @@
 //! one final histogram. Integer counts make the result independent of the
 //! order; the sequential version counts every key of every pass into the
 //! final histogram directly, the rayon version is the same scope with
-//! `rayon::scope`. The checksum is over the final histogram.
+//! `rayon::scope`, and the two parallel-iterator versions (terroir's and
+//! rayon's, the same code under each prelude) are
+//! `keys.par_chunks(chunk).map(count).collect_into_vec(parts)`. The
+//! checksum is over the final histogram.
 //!
 //! **Size parameter:** `n`, the number of keys; `chunk = clamp(n / 64,
 //! 256, 65536)` keys. Presets: small 16,384 (64 chunks of 256), default
@@ -145,6 +148,34 @@ impl Workload for Histogram {
                         s.spawn(move |_| *slot = count(keys));
                     }
                 });
+            })
+        }))
+    }
+
+    fn terroir_iter(&self, pool: &ThreadPool) -> Option<u64> {
+        use terroir::prelude::*;
+        Some(pool.install(|| {
+            self.run(|parts| {
+                let mut out = Vec::with_capacity(parts.len());
+                self.keys
+                    .par_chunks(self.chunk)
+                    .map(count)
+                    .collect_into_vec(&mut out);
+                parts.swap_with_slice(&mut out);
+            })
+        }))
+    }
+
+    fn rayon_iter(&self, pool: &rayon::ThreadPool) -> Option<u64> {
+        use rayon::prelude::*;
+        Some(pool.install(|| {
+            self.run(|parts| {
+                let mut out = Vec::with_capacity(parts.len());
+                self.keys
+                    .par_chunks(self.chunk)
+                    .map(count)
+                    .collect_into_vec(&mut out);
+                parts.swap_with_slice(&mut out);
             })
         }))
     }

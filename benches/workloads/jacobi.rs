@@ -21,6 +21,12 @@
 //! is the barrier between iterations. The sequential version computes the
 //! same blocks in order with the same kernel.
 //!
+//! The parallel-iterator versions (terroir's and rayon's, the same code
+//! under each prelude) use two more grids, one `NodeVec` each, blocked over
+//! the topology's nodes (made on first use), and loop over the rows:
+//! `next.par_chunks_mut(n).enumerate().for_each(..)`. terroir cuts the loop
+//! at the node boundaries of `next` and runs each node's rows there.
+//!
 //! **Size parameter:** the grid side `n` (an `n × n` grid, `n ≥ 4`), in
 //! `min(32, n / 2)` row blocks. Presets: small 64 (32 blocks of 2 rows, 4
 //! iterations), default 2048 (32 blocks, 20 iterations, two grids of 32
@@ -33,11 +39,11 @@
 //! coarse tasks and a barrier per iteration; on several nodes, the
 //! placement decides whether the traffic is local.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use super::{checksum, Size, Workload};
-use terroir::numa::{NodeId, Topology};
-use terroir::pool::NodeVec;
+use terroir::numa::{NodeId, NodeSet, Topology};
+use terroir::pool::{NodeVec, Placement};
 use terroir::{Place, ThreadPool};
 
 /// The two buffers, each a list of row blocks.
@@ -60,6 +66,17 @@ struct Jacobi {
     nodes: Vec<NodeId>,
     /// The grids; the lock is only taken by one run at a time.
     buffers: Mutex<Buffers>,
+    /// The topology's nodes, for the flat grids.
+    all_nodes: NodeSet,
+    /// The grids of the loop versions, made on first use.
+    flat: OnceLock<Mutex<FlatGrids>>,
+}
+
+/// The two grids as one vector each (row-major), blocked over the
+/// topology's nodes, for the parallel-iterator versions.
+struct FlatGrids {
+    cur: NodeVec<f64>,
+    next: NodeVec<f64>,
 }
 
 /// PolyBench's initial value of cell `(i, j)`.
@@ -106,10 +123,58 @@ pub fn new(size: Size, topology: &Topology) -> Result<Box<dyn Workload>, String>
         starts,
         nodes,
         buffers: Mutex::new(buffers),
+        all_nodes: topo_nodes.iter().map(|n| n.os_index()).collect(),
+        flat: OnceLock::new(),
     }))
 }
 
 impl Jacobi {
+    /// The flat grids (made, blocked over the nodes, on first use).
+    fn flat(&self) -> &Mutex<FlatGrids> {
+        self.flat.get_or_init(|| {
+            let n = self.n;
+            let grid = || {
+                NodeVec::from_fn_on(n * n, Placement::Blocked(self.all_nodes.clone()), |k| {
+                    initial(n, k / n, k % n)
+                })
+                .unwrap_or_else(|e| panic!("jacobi-2d: allocating the flat grids: {e}"))
+            };
+            Mutex::new(FlatGrids {
+                cur: grid(),
+                next: grid(),
+            })
+        })
+    }
+
+    /// Computes row `r` of the new grid into `o` from the flat grid `cur`
+    /// (the same expression as [`Jacobi::block`]).
+    fn row_flat(&self, cur: &[f64], r: usize, o: &mut [f64]) {
+        let n = self.n;
+        let here = &cur[r * n..(r + 1) * n];
+        if r == 0 || r == n - 1 {
+            o.copy_from_slice(here);
+            return;
+        }
+        let (up, down) = (&cur[(r - 1) * n..r * n], &cur[(r + 1) * n..(r + 2) * n]);
+        o[0] = here[0];
+        o[n - 1] = here[n - 1];
+        for c in 1..n - 1 {
+            o[c] = 0.2 * (here[c] + here[c - 1] + here[c + 1] + down[c] + up[c]);
+        }
+    }
+
+    /// Runs the iterations on the flat grids, each computed by
+    /// `iteration(cur, next)`, and returns the checksum of the final grid.
+    fn run_flat(&self, iteration: impl Fn(&NodeVec<f64>, &mut NodeVec<f64>)) -> u64 {
+        let mut guard = self.flat().lock().unwrap_or_else(|e| e.into_inner());
+        let FlatGrids { cur, next } = &mut *guard;
+        for _ in 0..self.iters {
+            iteration(cur, next);
+            std::mem::swap(cur, next);
+        }
+        checksum(cur.iter().map(|x| x.to_bits()))
+    }
+
     /// Row `r` of the grid held in `grid`'s blocks.
     fn row<'a>(&self, grid: &'a [NodeVec<f64>], r: usize) -> &'a [f64] {
         let b = self.starts.partition_point(|&s| s <= r) - 1;
@@ -168,8 +233,17 @@ impl Workload for Jacobi {
     }
 
     fn setup(&self) {
-        let mut guard = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
         let n = self.n;
+        if let Some(flat) = self.flat.get() {
+            let mut guard = flat.lock().unwrap_or_else(|e| e.into_inner());
+            let FlatGrids { cur, next } = &mut *guard;
+            for grid in [cur, next] {
+                for (k, v) in grid.iter_mut().enumerate() {
+                    *v = initial(n, k / n, k % n);
+                }
+            }
+        }
+        let mut guard = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
         let Buffers { cur, next } = &mut *guard;
         for grid in [cur, next] {
             for (b, block) in grid.iter_mut().enumerate() {
@@ -203,5 +277,30 @@ impl Workload for Jacobi {
                 });
             })
         })
+    }
+
+    fn terroir_iter(&self, pool: &ThreadPool) -> Option<u64> {
+        use terroir::prelude::*;
+        let n = self.n;
+        Some(pool.install(|| {
+            self.run_flat(|cur, next| {
+                next.par_chunks_mut(n)
+                    .enumerate()
+                    .for_each(|(r, o)| self.row_flat(cur, r, o))
+            })
+        }))
+    }
+
+    fn rayon_iter(&self, pool: &rayon::ThreadPool) -> Option<u64> {
+        use rayon::prelude::*;
+        let n = self.n;
+        Some(pool.install(|| {
+            self.run_flat(|cur, next| {
+                next[..]
+                    .par_chunks_mut(n)
+                    .enumerate()
+                    .for_each(|(r, o)| self.row_flat(cur, r, o))
+            })
+        }))
     }
 }

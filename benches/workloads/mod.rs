@@ -114,6 +114,19 @@ pub trait Workload: Send + Sync {
         let _ = pool;
         None
     }
+    /// The terroir version written with parallel iterators
+    /// (`terroir::prelude`, beside the hand-split [`terroir`](Self::terroir)
+    /// one), for the loop workloads ([`LOOP_NAMES`]); `None` for the others.
+    fn terroir_iter(&self, pool: &ThreadPool) -> Option<u64> {
+        let _ = pool;
+        None
+    }
+    /// The same loops with rayon's parallel iterators (`rayon::prelude`),
+    /// for the loop workloads; `None` for the others.
+    fn rayon_iter(&self, pool: &rayon::ThreadPool) -> Option<u64> {
+        let _ = pool;
+        None
+    }
 }
 
 /// Every workload's name, in the order the harnesses run them.
@@ -142,6 +155,18 @@ pub const RAYON_NAMES: [&str; 8] = [
     "strassen",
     "heat",
     "uts",
+    "reduction",
+    "histogram",
+];
+
+/// The loop workloads: each has a hand-split terroir version (the
+/// reference), a terroir parallel-iterator version
+/// ([`Workload::terroir_iter`]) and a rayon parallel-iterator version
+/// ([`Workload::rayon_iter`]).
+pub const LOOP_NAMES: [&str; 5] = [
+    "heat",
+    "jacobi-2d",
+    "stream-triad",
     "reduction",
     "histogram",
 ];

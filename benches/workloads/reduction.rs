@@ -21,7 +21,10 @@
 //! A run does [`PASSES`] (4) passes over the array, each computing both
 //! sums; the checksum is over the bits of all of them. The sequential
 //! version computes the same trees without tasks, the rayon version with
-//! `rayon::join` and `rayon::scope`.
+//! `rayon::join` and `rayon::scope`. The parallel-iterator versions
+//! (terroir's and rayon's, the same code under each prelude) keep the join
+//! sum and write the per-chunk sums with
+//! `slots.par_iter_mut().zip(x.par_chunks(chunk)).for_each(..)`.
 //!
 //! **Size parameter:** `n`, the array's length; `chunk = clamp(n / 64,
 //! 256, 16384)` elements. Presets: small 16,384 (64 chunks of 256),
@@ -194,6 +197,38 @@ impl Workload for Reduction {
                             s.spawn(move |_| *slot = leaf(part));
                         }
                     });
+                },
+            )
+        }))
+    }
+
+    fn terroir_iter(&self, pool: &ThreadPool) -> Option<u64> {
+        use terroir::prelude::*;
+        let chunk = self.chunk;
+        Some(pool.install(|| {
+            self.run(
+                |x| join_terroir(x, chunk),
+                |x, slots| {
+                    slots
+                        .par_iter_mut()
+                        .zip(x.par_chunks(chunk))
+                        .for_each(|(slot, part)| *slot = leaf(part));
+                },
+            )
+        }))
+    }
+
+    fn rayon_iter(&self, pool: &rayon::ThreadPool) -> Option<u64> {
+        use rayon::prelude::*;
+        let chunk = self.chunk;
+        Some(pool.install(|| {
+            self.run(
+                |x| join_rayon(x, chunk),
+                |x, slots| {
+                    slots
+                        .par_iter_mut()
+                        .zip(x.par_chunks(chunk))
+                        .for_each(|(slot, part)| *slot = leaf(part));
                 },
             )
         }))

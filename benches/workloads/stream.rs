@@ -24,6 +24,13 @@
 //! The checksum is over the bits of `a` after the last repetition (the
 //! sequential version does the same triads in chunk order).
 //!
+//! The parallel-iterator versions (terroir's and rayon's, the same code
+//! under each prelude) use three more arrays, one `NodeVec` each, blocked
+//! over the topology's nodes, made on first use:
+//! `a.par_iter_mut().zip(b).zip(c).for_each(..)` per repetition. terroir
+//! cuts that loop at the node boundaries of `a` and runs each node's share
+//! on its node; rayon sees three plain slices.
+//!
 //! **Size parameter:** `n`, the elements per array. Presets: small 16,384
 //! (3 × 128 KiB), default 4,194,304 (3 × 32 MiB), large 33,554,432 (3 ×
 //! 256 MiB). No rayon version: the point is the placed data.
@@ -32,11 +39,11 @@
 //! no reuse across repetitions once the arrays exceed the last-level
 //! cache), with coarse, independent tasks and a barrier per repetition.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use super::{checksum, Size, Workload};
-use terroir::numa::{NodeId, Topology};
-use terroir::pool::NodeVec;
+use terroir::numa::{NodeId, NodeSet, Topology};
+use terroir::pool::{NodeVec, Placement};
 use terroir::{Place, ThreadPool};
 
 /// Chunks per array (at most; fewer when `n` is smaller).
@@ -80,6 +87,18 @@ struct Stream {
     places: Vec<Place>,
     /// The arrays; the lock is only taken by one run at a time.
     chunks: Mutex<Vec<Chunk>>,
+    /// The topology's nodes, for the flat arrays.
+    nodes: NodeSet,
+    /// The arrays of the loop versions, made on first use.
+    flat: OnceLock<Mutex<Flat>>,
+}
+
+/// The three arrays as one vector each, blocked over the topology's nodes
+/// (bound before first touch), for the parallel-iterator versions.
+struct Flat {
+    a: NodeVec<f64>,
+    b: NodeVec<f64>,
+    c: NodeVec<f64>,
 }
 
 /// The initial value of `b[i]`.
@@ -140,10 +159,36 @@ pub fn with_creation(
         groups,
         places,
         chunks: Mutex::new(chunks),
+        nodes: topo_nodes.iter().map(|n| n.os_index()).collect(),
+        flat: OnceLock::new(),
     }))
 }
 
 impl Stream {
+    /// The flat arrays (made, blocked over the nodes, on first use).
+    fn flat(&self) -> &Mutex<Flat> {
+        self.flat.get_or_init(|| {
+            let blocked = || Placement::Blocked(self.nodes.clone());
+            let err = |e| panic!("stream-triad: allocating the flat arrays: {e}");
+            Mutex::new(Flat {
+                a: NodeVec::from_elem_on(0.0, self.n, blocked()).unwrap_or_else(err),
+                b: NodeVec::from_fn_on(self.n, blocked(), b_init).unwrap_or_else(err),
+                c: NodeVec::from_fn_on(self.n, blocked(), c_init).unwrap_or_else(err),
+            })
+        })
+    }
+
+    /// Runs `triads` on the flat arrays and returns the checksum of `a`.
+    fn run_flat(
+        &self,
+        triads: impl FnOnce(&mut NodeVec<f64>, &NodeVec<f64>, &NodeVec<f64>),
+    ) -> u64 {
+        let mut flat = self.flat().lock().unwrap_or_else(|e| e.into_inner());
+        let Flat { a, b, c } = &mut *flat;
+        triads(a, b, c);
+        checksum(a.iter().map(|x| x.to_bits()))
+    }
+
     /// The checksum of `a`.
     fn sum(chunks: &[Chunk]) -> u64 {
         checksum(chunks.iter().flat_map(|c| c.a.iter()).map(|x| x.to_bits()))
@@ -184,6 +229,38 @@ impl Workload for Stream {
         for chunk in chunks.iter_mut() {
             chunk.a.fill(0.0);
         }
+        if let Some(flat) = self.flat.get() {
+            flat.lock().unwrap_or_else(|e| e.into_inner()).a.fill(0.0);
+        }
+    }
+
+    fn terroir_iter(&self, pool: &ThreadPool) -> Option<u64> {
+        use terroir::prelude::*;
+        Some(self.run_flat(|a, b, c| {
+            pool.install(|| {
+                for _ in 0..REPS {
+                    a.par_iter_mut()
+                        .zip(b)
+                        .zip(c)
+                        .for_each(|((a, b), c)| *a = b + SCALAR * c);
+                }
+            })
+        }))
+    }
+
+    fn rayon_iter(&self, pool: &rayon::ThreadPool) -> Option<u64> {
+        use rayon::prelude::*;
+        Some(self.run_flat(|a, b, c| {
+            pool.install(|| {
+                for _ in 0..REPS {
+                    a[..]
+                        .par_iter_mut()
+                        .zip(&b[..])
+                        .zip(&c[..])
+                        .for_each(|((a, b), c)| *a = b + SCALAR * c);
+                }
+            })
+        }))
     }
 
     fn sequential(&self) -> u64 {

@@ -312,6 +312,90 @@ impl<T> NodeVec<T> {
             })
     }
 
+    /// The vector cut into its node shares, in order: for each part of the
+    /// mapping bound to one node, that node and the elements whose first
+    /// byte lies in the part. One share for a vector on one node; one per
+    /// node for a [`Placement::Blocked`] vector (empty shares left out);
+    /// none for an interleaved vector (its pages alternate between nodes,
+    /// so no contiguous part of it is on one node) or an empty one.
+    ///
+    /// Loops over the vector (`par_iter()` and the like, see
+    /// [`crate::iter`]) run each share on its node's workers.
+    ///
+    /// ```
+    /// use terroir::numa::{NodeId, NodeSet};
+    /// use terroir::pool::{NodeVec, Placement};
+    /// let node = terroir::numa::mems_allowed().unwrap().iter().next().unwrap();
+    /// let blocked = Placement::Blocked(NodeSet::from_iter([node]));
+    /// let v = NodeVec::from_fn_on(10_000, blocked, |i| i as u32).unwrap();
+    /// let shares = v.node_shares();
+    /// assert_eq!(shares.len(), 1);
+    /// assert_eq!(shares[0].0, NodeId::new(node));
+    /// assert_eq!(shares[0].1.len(), 10_000);
+    /// ```
+    pub fn node_shares(&self) -> Vec<(NodeId, &[T])> {
+        self.share_ranges()
+            .into_iter()
+            .map(|(node, r)| (node, &self[r]))
+            .collect()
+    }
+
+    /// [`node_shares`](Self::node_shares), mutably.
+    ///
+    /// ```
+    /// use terroir::numa::NodeId;
+    /// use terroir::pool::NodeVec;
+    /// let node = NodeId::new(terroir::numa::mems_allowed().unwrap().iter().next().unwrap());
+    /// let mut v = NodeVec::from_elem_on(0u8, 100, node).unwrap();
+    /// for (n, share) in v.node_shares_mut() {
+    ///     assert_eq!(n, node);
+    ///     share.fill(7);
+    /// }
+    /// assert!(v.iter().all(|&x| x == 7));
+    /// ```
+    pub fn node_shares_mut(&mut self) -> Vec<(NodeId, &mut [T])> {
+        let ranges = self.share_ranges();
+        let mut rest: &mut [T] = self;
+        let mut at = 0;
+        let mut out = Vec::with_capacity(ranges.len());
+        for (node, r) in ranges {
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - at);
+            let (share, tail) = tail.split_at_mut(r.len());
+            out.push((node, share));
+            rest = tail;
+            at = r.end;
+        }
+        out
+    }
+
+    /// The element ranges of [`node_shares`](Self::node_shares), in order.
+    pub(crate) fn share_ranges(&self) -> Vec<(NodeId, std::ops::Range<usize>)> {
+        let size = mem::size_of::<T>();
+        if self.len == 0 {
+            return Vec::new();
+        }
+        if let Some(home) = self.home() {
+            return vec![(home, 0..self.len)];
+        }
+        if size == 0 || !matches!(self.placement, Placement::Blocked(_)) {
+            return Vec::new();
+        }
+        // Element i belongs to the part holding its first byte, i * size.
+        let first_at = |off: usize| off.div_ceil(size).min(self.len);
+        self.placement
+            .parts(self.map.bytes)
+            .into_iter()
+            .filter_map(|(start, len, policy)| {
+                let node = match policy {
+                    MemPolicy::Bind(s) => s.iter().next().map(NodeId::new)?,
+                    _ => return None,
+                };
+                let r = first_at(start)..first_at(start + len);
+                (!r.is_empty()).then_some((node, r))
+            })
+            .collect()
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `join` and its private continuations (README §1) | `join/mod.rs`, `join/private.rs` |
 //! | `join_context`, whose `b` is on the deque (README §1) | `join/context.rs` |
+//! | splitting a running loop for a thief (README §9) | `join/split.rs` |
 //! | where an idle worker looks (README §2) | `policy.rs`, `worker.rs` |
 //! | sleeping without losing a wake-up (README §3) | `sleep/mod.rs`, `sleep/wait.rs` |
 //! | hints left for later: the cost rule (README §3) | `hint.rs` |
@@ -51,7 +52,7 @@ pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_P
 pub use external::ExternalEvent;
 pub use group::{TaskGroup, WouldDeadlock};
 pub use join::{join, join_context, FnContext};
-pub(crate) use join::{join_flagged, join_flagged_in};
+pub(crate) use join::{join_flagged, join_flagged_in, join_to, To};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
 pub(crate) use record::env::{set_exit_writer, REPORT_VAR};
@@ -60,6 +61,7 @@ pub use record::{
     RecordOptions, Recording, StealLevel, StealRecord, TaskRecord, Unavailable, WaitRecord,
     WorkerTimes,
 };
+pub(crate) use registry::global_registry;
 pub use route::Distribution;
 pub use scope::{in_place_scope, scope, Scope};
 pub use scope_fifo::{in_place_scope_fifo, scope_fifo, ScopeFifo};

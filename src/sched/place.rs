@@ -212,9 +212,42 @@ impl Place {
     }
 
     /// The node of a placed vector (no system call), declaring its bytes.
-    /// An interleaved or blocked vector has no single home: the task gets
-    /// no node preference, but its bytes still count in the statistics.
+    /// A [blocked](crate::pool::Placement::Blocked) vector declares each
+    /// node's share of its bytes, and the place is the node holding the
+    /// largest share (the first of them on a tie). An interleaved vector
+    /// has no node holding more than the others: the task gets no node
+    /// preference, but its bytes still count in the statistics.
+    ///
+    /// ```
+    /// use terroir::numa::{NodeId, NodeSet};
+    /// use terroir::pool::{NodeVec, Placement};
+    /// use terroir::Place;
+    /// let node = terroir::numa::mems_allowed().unwrap().iter().next().unwrap();
+    /// let blocked = NodeVec::from_elem_on(0u64, 1 << 16, Placement::Blocked(NodeSet::from_iter([node]))).unwrap();
+    /// let place = Place::data(&blocked);
+    /// assert_eq!(place.node(), Some(NodeId::new(node)));
+    /// assert_eq!(place.declared().iter().map(|a| a.bytes()).sum::<u64>(), 8 << 16);
+    /// ```
     pub fn data<T>(v: &NodeVec<T>) -> Place {
+        let shares = v.share_ranges();
+        if shares.len() > 1 {
+            let size = std::mem::size_of::<T>();
+            let data: Vec<Access> = shares
+                .iter()
+                .map(|(node, r)| Access::new(Some(*node), r.len() * size, false))
+                .collect();
+            // The largest share; the first of the largest on a tie.
+            let largest = data
+                .iter()
+                .rev()
+                .max_by_key(|a| a.bytes)
+                .and_then(|a| a.node);
+            return Place {
+                target: largest.map_or(PlaceKind::Anywhere, PlaceKind::Node),
+                strict: false,
+                data,
+            };
+        }
         let access = Access::read(v);
         let target = access.node.map_or(PlaceKind::Anywhere, PlaceKind::Node);
         Place {
@@ -222,6 +255,12 @@ impl Place {
             strict: false,
             data: vec![access],
         }
+    }
+
+    /// A place on the node `id` (an OS node number), for the loop layer;
+    /// a pool whose topology lacks the node counts it as unroutable.
+    pub(crate) fn on_node(id: NodeId) -> Place {
+        Place::new(PlaceKind::Node(id))
     }
 
     /// The node of a placed box (no system call), declaring its bytes.

@@ -150,7 +150,7 @@ pub(crate) struct PlacedTask {
 }
 
 impl PlacedTask {
-    fn of(place: &Place) -> PlacedTask {
+    pub(crate) fn of(place: &Place) -> PlacedTask {
         PlacedTask {
             declared: Declared::of(&place.data),
             key: match place.target {

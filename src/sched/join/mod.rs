@@ -8,9 +8,11 @@
 
 mod context;
 mod private;
+mod split;
 
 pub use context::{join_context, FnContext};
 pub(crate) use private::PrivateJob;
+pub(crate) use split::{join_to, To};
 
 use super::job::StackJob;
 use super::latch::WorkerLatch;

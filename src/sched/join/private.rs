@@ -80,13 +80,15 @@ impl WorkerThread {
     #[inline(always)]
     pub(crate) fn poll(&self) {
         if self.info().request.load(Ordering::Relaxed) || self.registry.sleep.sleepers_unwatched() {
-            self.promote();
+            let _ = self.promote();
         }
     }
 
+    /// Clears the request flag and promotes the oldest private
+    /// continuation, if one is still private; returns whether it did.
     #[cold]
     #[inline(never)]
-    fn promote(&self) {
+    pub(super) fn promote(&self) -> bool {
         self.info().request.store(false, Ordering::Relaxed);
         // Promoted nodes form the oldest end of the list: walk to the
         // oldest one that is still private.
@@ -101,14 +103,18 @@ impl WorkerThread {
             oldest = Some(node);
             p = node.prev;
         }
-        if let Some(node) = oldest {
-            node.promoted.set(true);
-            self.push(node.job);
-            #[cfg(test)]
-            crate::sched::unwind::hooks::fire(
-                &crate::sched::unwind::hooks::PANIC_IN_PROMOTE,
-                "promote unwinds after publishing a continuation",
-            );
+        match oldest {
+            Some(node) => {
+                node.promoted.set(true);
+                self.push(node.job);
+                #[cfg(test)]
+                crate::sched::unwind::hooks::fire(
+                    &crate::sched::unwind::hooks::PANIC_IN_PROMOTE,
+                    "promote unwinds after publishing a continuation",
+                );
+                true
+            }
+            None => false,
         }
     }
 }

@@ -1,0 +1,358 @@
+//! One run of a loop: a piece, batch by batch, on one worker, with the
+//! polls that split it (see `drive.rs` for the whole picture).
+//!
+//! With `with_max_len(m)` a run also cuts its units into *leaves* of at
+//! most `m` units (and, as rayon's leaves, at least `with_min_len` units,
+//! found by halving what is left), each folded by a folder of its own: a
+//! `fold` yields one value per leaf, and a closure that panics abandons
+//! the rest of its leaf only, the run going on with the next one and
+//! rethrowing the first panic when it ends (rayon's `join` of leaves: the
+//! other leaves still run).
+
+use std::any::Any;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::clock;
+use super::{Consumer, Extent, Folder, Hints, Piece};
+use crate::numa::NodeId;
+use crate::sched::{join_to, To, WorkerThread};
+
+/// A batch aims at taking about this long (µs): the next batch is sized
+/// from the last one's rate.
+pub(super) const BATCH_US: u64 = 10;
+
+/// A batch is at most this many times longer than the last one (which
+/// may have measured close to nothing).
+const MAX_GROWTH: usize = 4096;
+
+/// A loop that has run this long (µs) wakes sleeping workers to help (a
+/// wake-up costs a few microseconds of the waker's time and tens of
+/// microseconds before the woken worker runs: shorter loops would not
+/// gain).
+pub(super) const WAKE_AFTER_US: u64 = 50;
+
+/// Split stress (a testing aid): split after every batch, whether asked
+/// or not.
+static STRESS: AtomicBool = AtomicBool::new(false);
+
+/// The flag of a half that is never taken: a run that took its own
+/// published half back runs without publishing again until asked.
+static NOT_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// Runs nested on a thread's stack (a run that waits for its published
+/// half may run other loops' halves meanwhile) beyond which split stress
+/// stops splitting, so that its deep trees of waits do not exhaust the
+/// stack.
+const STRESS_DEPTH: u32 = 16;
+
+thread_local! {
+    /// Runs of loops active on this thread's stack.
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a run on this thread's stack while it lives.
+struct Nested;
+
+impl Nested {
+    fn enter() -> (Nested, u32) {
+        let d = DEPTH.with(|c| {
+            let d = c.get();
+            c.set(d + 1);
+            d
+        });
+        (Nested, d)
+    }
+}
+
+impl Drop for Nested {
+    fn drop(&mut self) {
+        DEPTH.with(|c| c.set(c.get() - 1));
+    }
+}
+
+/// Makes every loop split after every batch that leaves enough units (as
+/// if an idle worker always asked), or stops doing so. A testing aid: the
+/// results of a loop must not depend on where it was split, and this
+/// exercises the splits (and their hand-over to other workers) that a loop
+/// on an otherwise idle pool would rarely make. Affects every pool of the
+/// process.
+#[doc(hidden)]
+pub fn set_split_stress(on: bool) {
+    STRESS.store(on, Ordering::Relaxed);
+}
+
+/// What every run of one loop shares.
+pub(super) struct Loop<'c, C> {
+    pub(super) consumer: &'c C,
+    pub(super) hints: Hints,
+    /// When the loop started ([`clock`] ticks).
+    pub(super) started: u64,
+    /// [`BATCH_US`] in ticks.
+    pub(super) batch_ticks: u64,
+    /// [`WAKE_AFTER_US`] in ticks.
+    pub(super) wake_ticks: u64,
+    /// Workers of the pool.
+    pub(super) workers: usize,
+}
+
+/// How one run splits and counts.
+pub(super) struct Run<'p> {
+    /// Where a split-off half goes.
+    pub(super) to: To<'p>,
+    /// Whether to split at all (not in a static share).
+    pub(super) split: bool,
+    /// Split only when a worker of this worker's node is idle (a placed
+    /// share under a policy that honours places).
+    pub(super) node_only: bool,
+    /// The placed data of the run's units, counted batch by batch.
+    pub(super) data: &'p [Extent],
+}
+
+impl Run<'_> {
+    pub(super) const PLAIN: Run<'static> = Run {
+        to: To::Deque,
+        split: true,
+        node_only: false,
+        data: &[],
+    };
+}
+
+/// Adds the bytes of units `pos..pos + n` to `wt`'s statistics.
+fn count_data(wt: &WorkerThread, here: Option<NodeId>, data: &[Extent], pos: usize, n: usize) {
+    let (mut all, mut local) = (0u64, 0u64);
+    for e in data {
+        let (s, t) = (e.start.max(pos), e.end.min(pos.saturating_add(n)));
+        if s < t {
+            let b = ((t - s) as u64).saturating_mul(e.unit_bytes as u64);
+            all += b;
+            if Some(e.node) == here {
+                local += b;
+            }
+        }
+    }
+    if all > 0 {
+        wt.count_data(all, local);
+    }
+}
+
+/// The OS node number of `wt`'s node.
+pub(super) fn node_id(wt: &WorkerThread) -> NodeId {
+    wt.registry().topology().nodes()[wt.node_index()].id()
+}
+
+/// The size of the next batch after one of `batch` units took `took`
+/// ticks: the units that take about `target` ticks at that rate, at most
+/// [`MAX_GROWTH`] times and at least half as many.
+fn next_batch(batch: usize, took: u64, target: u64) -> usize {
+    let grown = batch.saturating_mul(MAX_GROWTH);
+    if took.saturating_mul(MAX_GROWTH as u64) <= target {
+        return grown;
+    }
+    let at_rate = (batch as u128 * u128::from(target) / u128::from(took.max(1))) as usize;
+    at_rate.clamp((batch / 2).max(1), grown)
+}
+
+/// The length of the next leaf of a run with `left` units: all of them
+/// when at most `max`, else halved while the half is at least `min` (so
+/// leaves are at least `min` long, as the rest is never shorter than the
+/// leaf).
+fn leaf_len(left: usize, min: usize, max: usize) -> usize {
+    let mut l = left;
+    while l > max && l / 2 >= min {
+        l /= 2;
+    }
+    l
+}
+
+/// What a run has finished: the results of its earlier leaves, reduced in
+/// order, and the first panic of a leaf.
+struct Done<R> {
+    result: Option<R>,
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+impl<R> Done<R> {
+    fn add<C: Consumer<T, Result = R>, T>(&mut self, c: &C, r: R) {
+        self.result = Some(match self.result.take() {
+            None => r,
+            Some(d) => c.reduce(d, r),
+        });
+    }
+
+    /// The run's result after `last`, or its first panic.
+    fn finish<C: Consumer<T, Result = R>, T>(mut self, c: &C, last: R) -> R {
+        if let Some(p) = self.panic.take() {
+            drop(last);
+            drop(self.result.take());
+            panic::resume_unwind(p);
+        }
+        match self.result.take() {
+            None => last,
+            Some(d) => c.reduce(d, last),
+        }
+    }
+}
+
+/// Runs `piece` (units from `pos`) on `wt`, batch by batch, into
+/// `folder`, splitting as `run` allows (see `drive.rs`). `published` is
+/// the flag of the half this run's parent published last (whether it was
+/// taken), `carry` the units `folder` took of its current leaf before.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn adaptive<P, C>(
+    wt: &WorkerThread,
+    mut piece: P,
+    mut pos: usize,
+    folder: C::Folder,
+    lp: &Loop<'_, C>,
+    run: &Run<'_>,
+    published: Option<&AtomicBool>,
+    carry: usize,
+) -> C::Result
+where
+    P: Piece,
+    C: Consumer<P::Item>,
+{
+    let Hints {
+        min_len, max_len, ..
+    } = lp.hints;
+    let c = lp.consumer;
+    let smallest = min_len.min(max_len);
+    let leafing = max_len != usize::MAX;
+    // A search without length bounds: a folder per batch (see
+    // `Consumer::eager`).
+    let per_batch = !leafing && min_len == 1 && c.eager();
+    let (_nested, depth) = Nested::enter();
+    let here = (!run.data.is_empty()).then(|| node_id(wt));
+    let mut done = Done {
+        result: None,
+        panic: None,
+    };
+    let mut folder = Some(folder);
+    // Units left in the current leaf (usize::MAX: no leaves), and the
+    // units its folder took.
+    let mut leaf = usize::MAX;
+    let mut used = 0;
+    if leafing {
+        let l = leaf_len(piece.units().saturating_add(carry), min_len, max_len);
+        if l > carry {
+            leaf = l - carry;
+            used = carry;
+        } else {
+            // The leaf the folder began is complete.
+            let f = folder.take().expect("a folder");
+            done.add(c, f.complete());
+            folder = Some(c.folder());
+            leaf = leaf_len(piece.units(), min_len, max_len);
+        }
+    }
+    let mut batch = smallest;
+    // The loop's own start for its first run; a clock read for the others.
+    let mut t = if pos == 0 && lp.started != 0 {
+        lp.started
+    } else {
+        clock::now()
+    };
+    loop {
+        let left = piece.units();
+        let f = folder.as_ref().expect("a folder");
+        if left == 0 || f.full() || c.stop(pos, pos.saturating_add(left)) {
+            break;
+        }
+        if leaf == 0 {
+            // Next leaf: its own folder.
+            let f = folder.take().expect("a folder");
+            done.add(c, f.complete());
+            folder = Some(c.folder());
+            leaf = leaf_len(left, min_len, max_len);
+            used = 0;
+        }
+        let n = batch.min(left).min(leaf);
+        let f = folder.take().expect("a folder");
+        if leafing {
+            let items = piece.front(n);
+            match panic::catch_unwind(AssertUnwindSafe(move || f.consume(pos, items))) {
+                Ok(f) => folder = Some(f),
+                Err(p) => {
+                    // The rest of this leaf is abandoned; the next leaves
+                    // still run. The first panic is rethrown at the end.
+                    done.panic.get_or_insert(p);
+                    let rest = (leaf - n).min(piece.units());
+                    drop(piece.front(rest));
+                    pos = pos.saturating_add(n + rest);
+                    leaf = 0;
+                    folder = Some(c.folder());
+                    continue;
+                }
+            }
+            leaf -= n;
+            used += n;
+        } else {
+            folder = Some(f.consume(pos, piece.front(n)));
+        }
+        if !run.data.is_empty() {
+            count_data(wt, here, run.data, pos, n);
+        }
+        // Positions saturate past usize::MAX units (the longest ranges,
+        // which are not indexed: only searches look at their positions).
+        pos = pos.saturating_add(n);
+        if piece.units() == 0 {
+            break; // done: no need to time the batch
+        }
+        if per_batch {
+            // A search downstream: pass this batch's result on now.
+            let f = folder.take().expect("a folder");
+            done.add(c, f.complete());
+            folder = Some(c.folder());
+        }
+        let now = clock::now();
+        batch = next_batch(batch, now.saturating_sub(t), lp.batch_ticks).clamp(smallest, max_len);
+        t = now;
+        let rest = piece.units();
+        // A run that saw a panic does not split (it ends soon).
+        if run.split && rest / 2 >= min_len && rest >= 2 && done.panic.is_none() {
+            let long = now.saturating_sub(lp.started) >= lp.wake_ticks;
+            let stress = STRESS.load(Ordering::Relaxed) && depth < STRESS_DEPTH;
+            // A long loop keeps half of what is left published while other
+            // workers exist (its last published half was taken): a worker
+            // descheduled in the middle of a long run cannot hold the rest
+            // back. Placed shares keep theirs for their own node (asked).
+            let keep_published = long
+                && !run.node_only
+                && lp.workers > 1
+                && published.is_none_or(|taken| taken.load(Ordering::Relaxed));
+            if stress
+                || keep_published
+                || (wt.split_wanted(long) && (!run.node_only || wt.node_has_idle_peer()))
+            {
+                let mid = rest / 2;
+                let (mine, theirs) = piece.split_at(mid);
+                let their_pos = pos.saturating_add(mid);
+                let taken = AtomicBool::new(false);
+                let taken = &taken;
+                let owner = wt.index();
+                let f = folder.take().expect("a folder");
+                let (a, b) = join_to(
+                    wt,
+                    run.to,
+                    move || adaptive(wt, mine, pos, f, lp, run, Some(taken), used),
+                    move || {
+                        let wt = WorkerThread::current().expect("a loop's half runs on a worker");
+                        // Taken back by its owner (nobody wanted it): it
+                        // runs without publishing until asked.
+                        let published = if wt.index() == owner {
+                            Some(&NOT_TAKEN)
+                        } else {
+                            taken.store(true, Ordering::Relaxed);
+                            None
+                        };
+                        adaptive(wt, theirs, their_pos, c.folder(), lp, run, published, 0)
+                    },
+                );
+                return done.finish(c, c.reduce(a, b));
+            }
+        }
+    }
+    let last = folder.take().expect("a folder").complete();
+    done.finish(c, last)
+}

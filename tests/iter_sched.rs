@@ -1,0 +1,258 @@
+//! How loops are split and placed: an idle worker's request splits a
+//! running loop (no split stress here), the static schedule gives each
+//! worker the same contiguous share every time, `parallel_for` covers its
+//! range once, and on a described 2-node machine a loop over placed data
+//! runs each node's share on that node's workers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use terroir::iter::{parallel_for, ForOptions, Schedule};
+use terroir::numa::{NodeId, NodeSet, Topology};
+use terroir::pool::{NodeVec, Placement};
+use terroir::prelude::*;
+use terroir::{Access, Place, Policy, ThreadPool, ThreadPoolBuilder};
+
+fn two_nodes(policy: Policy) -> ThreadPool {
+    let topo = Topology::builder().nodes(2).pus_per_l3(2).build().unwrap();
+    ThreadPoolBuilder::new()
+        .topology(topo)
+        .pin(false)
+        .policy(policy)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn an_idle_worker_gets_half_of_a_running_loop() {
+    let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let who = Mutex::new(BTreeSet::new());
+    pool.install(|| {
+        (0..64).into_par_iter().with_max_len(1).for_each(|_| {
+            who.lock()
+                .unwrap()
+                .insert(terroir::current_thread_index().unwrap());
+            std::thread::sleep(Duration::from_millis(2));
+        })
+    });
+    assert_eq!(who.into_inner().unwrap().len(), 2, "both workers ran items");
+}
+
+#[test]
+fn a_loop_on_a_busy_pool_publishes_at_most_one_half() {
+    // Nobody is idle (the other worker blocks in a task that never asks):
+    // a long loop publishes half of what is left once, and publishes
+    // again only after that half was taken, which nobody does here. So it
+    // runs as at most two runs (one without it being long).
+    let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let rx = Mutex::new(rx);
+    pool.scope(|s| {
+        s.spawn(|_| {
+            let _ = rx.lock().unwrap().recv_timeout(Duration::from_secs(30));
+        });
+        // Give the blocker time to start on the other worker; a request it
+        // made on its way (requests are hints and may be stale) is served
+        // by a first loop.
+        std::thread::sleep(Duration::from_millis(50));
+        (0..1000).into_par_iter().for_each(|_| ());
+        let runs = (0..2_000_000u64)
+            .into_par_iter()
+            .map(|x| x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7)
+            .fold(|| 0u64, u64::wrapping_add)
+            .count();
+        tx.send(()).unwrap();
+        assert!(
+            runs <= 2,
+            "{runs} runs: halves published with nobody taking them"
+        );
+    });
+}
+
+#[test]
+fn the_static_schedule_gives_each_worker_the_same_contiguous_share() {
+    for pool in [
+        ThreadPoolBuilder::new()
+            .num_threads(3)
+            .pin(false)
+            .build()
+            .unwrap(),
+        two_nodes(Policy::Locality),
+    ] {
+        let run = || {
+            let owner: Vec<usize> = pool.install(|| {
+                (0..10_007usize)
+                    .into_par_iter()
+                    .schedule(Schedule::Static)
+                    .map(|_| terroir::current_thread_index().unwrap())
+                    .collect()
+            });
+            owner
+        };
+        let first = run();
+        for _ in 0..5 {
+            assert_eq!(run(), first, "the same worker for every index, every time");
+        }
+        // Contiguous shares, one per worker, ordered by node then index.
+        let mut shares: Vec<usize> = first.clone();
+        shares.dedup();
+        assert_eq!(shares.len(), pool.current_num_threads());
+        let nodes: Vec<usize> = shares
+            .iter()
+            .map(|&w| pool.worker_node_index(w).unwrap())
+            .collect();
+        assert!(nodes.windows(2).all(|w| w[0] <= w[1]), "{nodes:?}");
+        let mut sizes = BTreeMap::new();
+        for w in &first {
+            *sizes.entry(w).or_insert(0usize) += 1;
+        }
+        let (lo, hi) = (sizes.values().min().unwrap(), sizes.values().max().unwrap());
+        assert!(hi - lo <= 1, "near-equal shares: {sizes:?}");
+        // with_min_len asks for fewer, longer shares.
+        let owners: BTreeSet<usize> = pool.install(|| {
+            (0..100usize)
+                .into_par_iter()
+                .with_min_len(60)
+                .schedule(Schedule::Static)
+                .map(|_| terroir::current_thread_index().unwrap())
+                .collect()
+        });
+        assert_eq!(owners.len(), 1);
+    }
+}
+
+#[test]
+fn parallel_for_covers_its_range_once() {
+    let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    terroir::iter::set_split_stress(false);
+    for schedule in [Schedule::Adaptive, Schedule::Static] {
+        for (range, grain) in [
+            (0..0, 1),
+            (5..6, 0),
+            (10..100_010, 64),
+            (usize::MAX - 100..usize::MAX, 7),
+        ] {
+            let hits = Mutex::new(Vec::new());
+            let opts = ForOptions::new().grain(grain).schedule(schedule);
+            pool.install(|| parallel_for(range.clone(), &opts, |r| hits.lock().unwrap().push(r)));
+            let mut hits = hits.into_inner().unwrap();
+            hits.sort_by_key(|r| r.start);
+            let mut at = range.start;
+            for r in &hits {
+                assert_eq!(r.start, at, "{schedule:?} {range:?}: contiguous");
+                assert!(r.end > r.start);
+                at = r.end;
+            }
+            assert_eq!(at, range.end, "{schedule:?} {range:?}: complete");
+        }
+    }
+}
+
+/// Which node index each index of `0..n` ran on, under `opts`.
+fn nodes_of(pool: &ThreadPool, n: usize, opts: &ForOptions) -> Vec<usize> {
+    let node = (0..n)
+        .map(|_| AtomicUsize::new(usize::MAX))
+        .collect::<Vec<_>>();
+    pool.install(|| {
+        parallel_for(0..n, opts, |r| {
+            let w = terroir::current_thread_index().unwrap();
+            let here = pool.worker_node_index(w).unwrap();
+            for i in r {
+                node[i].store(here, Ordering::Relaxed);
+            }
+        })
+    });
+    node.into_iter().map(AtomicUsize::into_inner).collect()
+}
+
+#[test]
+fn placed_loops_run_each_node_share_on_its_node() {
+    for (policy, strict) in [(Policy::StrictLocality, false), (Policy::Locality, true)] {
+        let pool = two_nodes(policy);
+        let n0 = pool.topology().nodes()[0].id();
+        let n1 = pool.topology().nodes()[1].id();
+        // Data blocked over the two nodes: the first half on node 0.
+        let place = Place::pushed([
+            Access::new(Some(n0), 1 << 20, false),
+            Access::new(Some(n1), 1 << 20, false),
+        ]);
+        let mut opts = ForOptions::new().place(place);
+        if strict {
+            opts = opts.strict();
+        }
+        for _ in 0..5 {
+            pool.reset_stats();
+            let nodes = nodes_of(&pool, 100_000, &opts);
+            assert!(
+                nodes[..50_000].iter().all(|&n| n == 0),
+                "{policy}: first half on node 0"
+            );
+            assert!(
+                nodes[50_000..].iter().all(|&n| n == 1),
+                "{policy}: second half on node 1"
+            );
+            let stats = pool.stats();
+            assert_eq!(stats.locality_ratio(), Some(1.0), "{policy}: {stats:?}");
+        }
+        // All of it on one node.
+        let opts = ForOptions::new().place(pool.node(1).unwrap()).strict();
+        assert!(
+            nodes_of(&pool, 10_000, &opts).iter().all(|&n| n == 1),
+            "{policy}"
+        );
+    }
+}
+
+#[test]
+fn placed_static_shares_go_to_their_nodes_workers() {
+    let pool = two_nodes(Policy::Hierarchical);
+    let n0 = pool.topology().nodes()[0].id();
+    let n1 = pool.topology().nodes()[1].id();
+    let place = Place::pushed([
+        Access::new(Some(n0), 4096, false),
+        Access::new(Some(n1), 4096, false),
+    ]);
+    let opts = ForOptions::new().place(place).schedule(Schedule::Static);
+    let nodes = nodes_of(&pool, 1000, &opts);
+    assert!(nodes[..500].iter().all(|&n| n == 0));
+    assert!(nodes[500..].iter().all(|&n| n == 1));
+}
+
+#[test]
+fn node_vec_shares_and_data_places() {
+    let node = terroir::numa::mems_allowed()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    let set: NodeSet = [node].into_iter().collect();
+    let mut v = NodeVec::from_fn_on(100_000, Placement::Blocked(set), |i| i as u64).unwrap();
+    let shares = v.node_shares();
+    assert_eq!(shares.len(), 1);
+    assert_eq!(shares[0].0, NodeId::new(node));
+    assert_eq!(Place::data(&v).node(), Some(NodeId::new(node)));
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(2)
+        .policy(Policy::Locality)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        v.par_iter_mut().for_each(|x| *x += 1);
+        assert_eq!(v.par_iter().sum::<u64>(), (1..=100_000u64).sum::<u64>());
+        let w = NodeVec::from_elem_on(2u64, 100_000, NodeId::new(node)).unwrap();
+        let dot: u64 = v.par_iter().zip(&w).map(|(a, b)| a * b).sum();
+        assert_eq!(dot, 2 * (1..=100_000u64).sum::<u64>());
+        assert_eq!(v.par_chunks(1000).count(), 100);
+    });
+    let empty = NodeVec::<u64>::from_fn_on(0, NodeId::new(node), |_| 0).unwrap();
+    assert!(empty.node_shares().is_empty());
+    let il = NodeVec::from_elem_on(0u8, 10, Placement::Interleave([node].into_iter().collect()))
+        .unwrap();
+    assert_eq!(
+        il.node_shares().len(),
+        1,
+        "interleaved over one node: that node"
+    );
+}
