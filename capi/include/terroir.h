@@ -345,7 +345,8 @@ int terroir_group_create(struct terroir_pool *pool, struct terroir_group **out);
 //
 // Errors: `TERROIR_ERROR_NULL_POINTER` (`group`, `f`, `place->data`),
 // `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an
-// unknown place kind), `TERROIR_ERROR_INVALID_NODE` (a node the pool has
+// unknown place kind; a data place whose `len` is above `PTRDIFF_MAX` or
+// runs past the end of the address space), `TERROIR_ERROR_INVALID_NODE` (a node the pool has
 // no worker on), `TERROIR_ERROR_INVALID_WORKER`,
 // `TERROIR_ERROR_ZERO_SIZE` (`place->len`), `TERROIR_ERROR_SYSTEM` (the
 // page-location query of a data place).
@@ -422,7 +423,9 @@ int terroir_free(void *ptr);
 // yet (never touched). Works on any memory of the process.
 //
 // Errors: `TERROIR_ERROR_NULL_POINTER` (`ptr`, `node`),
-// `TERROIR_ERROR_ZERO_SIZE`, `TERROIR_ERROR_SYSTEM`.
+// `TERROIR_ERROR_ZERO_SIZE`, `TERROIR_ERROR_INVALID_ARGUMENT` (`len` above
+// `PTRDIFF_MAX`, or `ptr + len` past the end of the address space),
+// `TERROIR_ERROR_SYSTEM`.
 //
 // # Safety
 // `node` is NULL or points to writable storage for an `int32_t`.
@@ -436,7 +439,9 @@ int terroir_locate(const void *ptr, size_t len, int32_t *node);
 // not move are not an error.
 //
 // Errors: `TERROIR_ERROR_NULL_POINTER` (`ptr`), `TERROIR_ERROR_ZERO_SIZE`,
-// `TERROIR_ERROR_INVALID_NODE`, `TERROIR_ERROR_SYSTEM`.
+// `TERROIR_ERROR_INVALID_ARGUMENT` (`len` above `PTRDIFF_MAX`, or `ptr +
+// len` past the end of the address space), `TERROIR_ERROR_INVALID_NODE`,
+// `TERROIR_ERROR_SYSTEM`.
 //
 // # Safety
 // `ptr .. ptr + len` is memory of this process; `result` is NULL or points

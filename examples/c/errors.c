@@ -97,6 +97,11 @@ static void test_pools(void) {
   EXPECT_ERR(terroir_pool_create(&bad_policy, &pool), TERROIR_ERROR_INVALID_ARGUMENT, "policy = 99");
   terroir_pool_config bad_pin = {.size = sizeof(terroir_pool_config), .num_threads = 1, .pin = 7};
   EXPECT_ERR(terroir_pool_create(&bad_pin, &pool), TERROIR_ERROR_INVALID_ARGUMENT, "pin = 7");
+  /* More workers than a pool may have: refused before any thread starts. */
+  terroir_pool_config absurd = {.size = sizeof(terroir_pool_config), .num_threads = SIZE_MAX};
+  EXPECT_ERR(terroir_pool_create(&absurd, &pool), TERROIR_ERROR_POOL_BUILD, "workers a pool may have");
+  absurd.num_threads = (size_t)1 << 40;
+  EXPECT_ERR(terroir_pool_global_init(&absurd), TERROIR_ERROR_POOL_BUILD, "num_threads(1099511627776)");
 
   terroir_pool_config config = {.size = sizeof(terroir_pool_config), .num_threads = 2, .policy = TERROIR_POLICY_FLAT, .pin = TERROIR_PIN_OFF};
   EXPECT_OK(terroir_pool_create(&config, &pool));
@@ -311,6 +316,12 @@ static void test_groups(void) {
   char buffer[64] = {0};
   place = (terroir_place){.kind = TERROIR_PLACE_KIND_DATA, .data = buffer, .len = 0};
   EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_ZERO_SIZE, "place->len");
+  /* A length no object can have (more than PTRDIFF_MAX bytes), and one that
+   * runs past the end of the address space: errors, never a slice. */
+  place = (terroir_place){.kind = TERROIR_PLACE_KIND_DATA, .data = buffer, .len = SIZE_MAX};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "place->len = ");
+  place = (terroir_place){.kind = TERROIR_PLACE_KIND_DATA, .data = (void *)(UINTPTR_MAX - 4095), .len = 8192};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "address space");
   /* Valid places of every kind. */
   atomic_long n = 0;
   uint32_t node0 = 0;
@@ -554,12 +565,17 @@ static void test_memory(void) {
   EXPECT_ERR(terroir_locate(NULL, size, &where), TERROIR_ERROR_NULL_POINTER, "`ptr`");
   EXPECT_ERR(terroir_locate(p, 0, &where), TERROIR_ERROR_ZERO_SIZE, "len is 0");
   EXPECT_ERR(terroir_locate(p, size, NULL), TERROIR_ERROR_NULL_POINTER, "`node`");
+  EXPECT_ERR(terroir_locate(p, SIZE_MAX, &where), TERROIR_ERROR_INVALID_ARGUMENT, "len = ");
+  EXPECT_ERR(terroir_locate(p, (size_t)PTRDIFF_MAX + 1, &where), TERROIR_ERROR_INVALID_ARGUMENT, "len = ");
+  EXPECT_ERR(terroir_locate((void *)(UINTPTR_MAX - 4095), 8192, &where), TERROIR_ERROR_INVALID_ARGUMENT,
+             "address space");
 
   terroir_migration m = {0};
   EXPECT_OK(terroir_migrate(p, size, node0, &m));
   EXPECT(m.pages > 0 && m.moved + m.already_there == m.pages && m.not_moved == 0);
   EXPECT_OK(terroir_migrate((char *)p + 100, 5000, node0, NULL)); /* a part: pages only */
   EXPECT_ERR(terroir_migrate(p, 0, node0, &m), TERROIR_ERROR_ZERO_SIZE, "len is 0");
+  EXPECT_ERR(terroir_migrate(p, SIZE_MAX, node0, &m), TERROIR_ERROR_INVALID_ARGUMENT, "len = ");
   EXPECT_ERR(terroir_migrate(NULL, size, node0, &m), TERROIR_ERROR_NULL_POINTER, "`ptr`");
   EXPECT_ERR(terroir_migrate(p, size, 777, &m), TERROIR_ERROR_INVALID_NODE, "allowed nodes");
 
