@@ -9,8 +9,10 @@
  * check and a summary line "errors: N passed, M failed"; exit status 1 if
  * any check failed.
  *
- *   cc -I include examples/c/errors.c -L target/release -lterroir -lpthread \
- *      -Wl,-rpath,$PWD/target/release -o errors && ./errors
+ *   cc examples/c/errors.c $(pkg-config --cflags --libs terroir) -lpthread \
+ *      -Wl,-rpath,$(pkg-config --variable=libdir terroir) -o errors && ./errors
+ *
+ * (with terroir installed: scripts/install-c.sh).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
