@@ -1,12 +1,23 @@
 /*
  * terroir.h: the C API of terroir, a NUMA-aware work-stealing runtime.
  *
- * Build the libraries with `cargo build --release -p terroir-capi` (or
- * `cargo build --release` at the root of the repository), then link with
- * the shared library (recommended):
- *     cc -I capi/include prog.c -L target/release -lterroir -Wl,-rpath,$PWD/target/release
- * or the static library:
- *     cc -I capi/include prog.c target/release/libterroir.a -lpthread -ldl -lm
+ * Install with `scripts/install-c.sh --prefix DIR` (in terroir's
+ * repository): DIR/lib/libterroir.so.X.Y.Z (SONAME libterroir.so.X from
+ * 1.0 on, libterroir.so.0.Y before), libterroir.a, DIR/include/terroir.h,
+ * the pkg-config file terroir.pc and the CMake package terroir. Then
+ *     cc prog.c $(pkg-config --cflags --libs terroir)
+ * or, in CMake, find_package(terroir) and link terroir::terroir (or
+ * terroir::terroir_static).
+ *
+ * Versions and ABI
+ *  TERROIR_VERSION_MAJOR/_MINOR/_PATCH and TERROIR_VERSION are the version
+ *  of this header; terroir_version() is the version of the library a
+ *  program runs against. A library runs every program built against an
+ *  earlier header of the same ABI (same major version; before 1.0, same
+ *  0.MINOR): such releases add functions, enum values and fields at the
+ *  end of the structs that start with a `size` field, and change nothing
+ *  else. Set `size` to sizeof the struct (the TERROIR_*_INIT initializers
+ *  do): the library reads only that many bytes.
  *
  * Conventions
  *  - Every function that can fail returns an int: TERROIR_ERROR_OK (0) or a
@@ -54,6 +65,31 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/*
+ * Initializers for the structs that can grow: `size` is the struct's size
+ * as this header declares it, every other field zero (its default). Set
+ * fields after, e.g.
+ *     terroir_pool_config config = TERROIR_POOL_CONFIG_INIT;
+ *     config.num_threads = 4;
+ */
+#define TERROIR_POOL_CONFIG_INIT { sizeof(terroir_pool_config), 0, 0, 0 }
+#define TERROIR_RECORD_OPTIONS_INIT { sizeof(terroir_record_options), 0, 0 }
+
+
+// The major version of this header.
+#define TERROIR_VERSION_MAJOR 0
+
+// The minor version of this header.
+#define TERROIR_VERSION_MINOR 1
+
+// The patch version of this header.
+#define TERROIR_VERSION_PATCH 0
+
+// This header's version as one number, `MAJOR * 1000000 + MINOR * 1000 +
+// PATCH` (0.1.0 is 1000): what `terroir_version()` returns for the
+// library a program runs against.
+#define TERROIR_VERSION (((TERROIR_VERSION_MAJOR * 1000000) + (TERROIR_VERSION_MINOR * 1000)) + TERROIR_VERSION_PATCH)
 
 // The result of every fallible C entry point: `TERROIR_ERROR_OK` (0) or
 // the reason for the failure. Functions return it as an `int`;
@@ -234,9 +270,18 @@ typedef struct terroir_migration {
   size_t not_moved;
 } terroir_migration;
 
-// How to build a pool. All zeros is the default configuration (a NULL
-// config pointer too).
+// How to build a pool. Set `size` to `sizeof(terroir_pool_config)` (or
+// start from `TERROIR_POOL_CONFIG_INIT`); every other field's zero is its
+// default (a NULL config pointer is the defaults too).
+//
+// The struct can grow: later versions add fields at its end, and the
+// library reads only the caller's `size` bytes, giving the fields a
+// caller does not know their defaults; fields of a newer header that this
+// library does not know must be zero. A `size` below this first
+// version's is `TERROIR_ERROR_INVALID_ARGUMENT` naming `config->size`.
 typedef struct terroir_pool_config {
+  // `sizeof(terroir_pool_config)` as the caller's header declares it.
+  size_t size;
   // Number of workers; 0: `TERROIR_NUM_THREADS` if set, else one per
   // processing unit this process may use.
   size_t num_threads;
@@ -246,11 +291,20 @@ typedef struct terroir_pool_config {
   uint32_t pin;
 } terroir_pool_config;
 
-// How to record. All zeros (and a NULL pointer) is the default: every
-// counter that can be opened.
+// How to record. Set `size` to `sizeof(terroir_record_options)` (or
+// start from `TERROIR_RECORD_OPTIONS_INIT`); every other field's zero is
+// its default (a NULL pointer is the defaults too: every counter that can
+// be opened). It can grow as `terroir_pool_config` does: the library
+// reads the caller's `size` bytes.
 typedef struct terroir_record_options {
+  // `sizeof(terroir_record_options)` as the caller's header declares it.
+  size_t size;
   // A `terroir_counters` value.
   uint32_t counters;
+  // Zero. (It makes the struct's tail explicit: a later version may give
+  // these bytes a meaning, which padding a caller leaves unset could
+  // not have.)
+  uint32_t reserved;
 } terroir_record_options;
 
 #ifdef __cplusplus
@@ -290,7 +344,8 @@ int terroir_group_create(struct terroir_pool *pool, struct terroir_group **out);
 //
 // Errors: `TERROIR_ERROR_NULL_POINTER` (`group`, `f`, `place->data`),
 // `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an
-// unknown place kind), `TERROIR_ERROR_INVALID_NODE` (a node the pool has
+// unknown place kind; a data place whose `len` is above `PTRDIFF_MAX` or
+// runs past the end of the address space), `TERROIR_ERROR_INVALID_NODE` (a node the pool has
 // no worker on), `TERROIR_ERROR_INVALID_WORKER`,
 // `TERROIR_ERROR_ZERO_SIZE` (`place->len`), `TERROIR_ERROR_SYSTEM` (the
 // page-location query of a data place).
@@ -367,7 +422,9 @@ int terroir_free(void *ptr);
 // yet (never touched). Works on any memory of the process.
 //
 // Errors: `TERROIR_ERROR_NULL_POINTER` (`ptr`, `node`),
-// `TERROIR_ERROR_ZERO_SIZE`, `TERROIR_ERROR_SYSTEM`.
+// `TERROIR_ERROR_ZERO_SIZE`, `TERROIR_ERROR_INVALID_ARGUMENT` (`len` above
+// `PTRDIFF_MAX`, or `ptr + len` past the end of the address space),
+// `TERROIR_ERROR_SYSTEM`.
 //
 // # Safety
 // `node` is NULL or points to writable storage for an `int32_t`.
@@ -381,7 +438,9 @@ int terroir_locate(const void *ptr, size_t len, int32_t *node);
 // not move are not an error.
 //
 // Errors: `TERROIR_ERROR_NULL_POINTER` (`ptr`), `TERROIR_ERROR_ZERO_SIZE`,
-// `TERROIR_ERROR_INVALID_NODE`, `TERROIR_ERROR_SYSTEM`.
+// `TERROIR_ERROR_INVALID_ARGUMENT` (`len` above `PTRDIFF_MAX`, or `ptr +
+// len` past the end of the address space), `TERROIR_ERROR_INVALID_NODE`,
+// `TERROIR_ERROR_SYSTEM`.
 //
 // # Safety
 // `ptr .. ptr + len` is memory of this process; `result` is NULL or points
@@ -392,12 +451,14 @@ int terroir_migrate(void *ptr, size_t len, uint32_t node, struct terroir_migrati
 //
 // `config` may be NULL (the defaults). On success `*out` is the new
 // pool's handle. Errors: `TERROIR_ERROR_NULL_POINTER` (`out`),
-// `TERROIR_ERROR_INVALID_ARGUMENT` (a policy or pin value out of range),
+// `TERROIR_ERROR_INVALID_ARGUMENT` (`config->size` not set, or a nonzero
+// field this library does not know; a policy or pin value out of range),
 // `TERROIR_ERROR_POOL_BUILD` (topology discovery, pinning, thread start,
 // or a bad `TERROIR_NUM_THREADS`/`TERROIR_POLICY`).
 //
 // # Safety
-// `config` is NULL or points to a `terroir_pool_config`; `out` is NULL or
+// `config` is NULL or points to a `terroir_pool_config` of
+// `config->size` bytes; `out` is NULL or
 // points to writable storage for a pointer.
 int terroir_pool_create(const struct terroir_pool_config *config, struct terroir_pool **out);
 
@@ -428,7 +489,8 @@ int terroir_pool_destroy(struct terroir_pool *pool);
 // use); as `terroir_pool_create` otherwise.
 //
 // # Safety
-// `config` is NULL or points to a `terroir_pool_config`.
+// `config` is NULL or points to a `terroir_pool_config` of
+// `config->size` bytes.
 int terroir_pool_global_init(const struct terroir_pool_config *config);
 
 // `*out` = the handle of the global pool (built with the defaults if this
@@ -511,7 +573,8 @@ int terroir_join(struct terroir_pool *pool,
 // pool has one recording at a time.
 //
 // # Safety
-// `options` is NULL or points to a `terroir_record_options`.
+// `options` is NULL or points to a `terroir_record_options` of
+// `options->size` bytes.
 int terroir_record_start(struct terroir_pool *pool, const struct terroir_record_options *options);
 
 // Stops the recording `terroir_record_start` started on `pool` (NULL: the
@@ -625,6 +688,23 @@ int terroir_report_destroy(struct terroir_report *report);
 // `name` is NULL or a NUL-terminated string; `f` must be safe to call
 // with `arg` on the calling thread.
 int terroir_label(const char *name, terroir_task_fn f, void *arg);
+
+// The version of the library the program runs against, as
+// `TERROIR_VERSION` encodes it (`MAJOR * 1000000 + MINOR * 1000 +
+// PATCH`). The ABI policy (README, "Versions and ABI"): a library runs
+// programs compiled against an earlier header of the same ABI, which is
+// the same major version from 1.0 on and the same `0.MINOR` before it.
+// A program can check at start-up that it was not given an older library
+// than its header:
+//
+// ```c
+// if (terroir_version() < TERROIR_VERSION) { /* built against a newer terroir */ }
+// ```
+uint32_t terroir_version(void);
+
+// The version of the library the program runs against, as a static
+// NUL-terminated string (`"0.1.0"`). Never NULL; never freed.
+const char *terroir_version_string(void);
 
 #ifdef __cplusplus
 }  // extern "C"

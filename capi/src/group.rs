@@ -19,7 +19,7 @@ use std::ffi::{c_int, c_void};
 
 use super::error::{call, Error, TerroirError};
 use super::handle::{LocalFree, Table};
-use super::memory::{whole_allocation_place, Bytes};
+use super::memory::{check_range, whole_allocation_place, Bytes};
 use super::pool::{handle_ptr, with_pool, TerroirPool, TerroirTaskFn};
 use super::task::CTask;
 use terroir::__capi::{CoreError, GroupCore};
@@ -108,10 +108,12 @@ fn to_place(pool: &ThreadPool, place: Option<&TerroirPlace>) -> Result<Place, Er
             if p.len == 0 {
                 return Err(Error::new(TerroirError::ZeroSize, "place->len is 0"));
             }
+            check_range(p.data, p.len, "place->data", "place->len")?;
             match whole_allocation_place(p.data, p.len) {
                 Some(place) => place,
                 None => {
-                    // SAFETY: non-null, and the C caller promises that
+                    // SAFETY: non-null, at most isize::MAX bytes within the
+                    // address space (checked), and the C caller promises that
                     // `data .. data + len` is memory of this process. The
                     // element type allows uninitialised bytes and writes
                     // by other threads meanwhile; `Place::slice` reads no
@@ -222,7 +224,8 @@ pub unsafe extern "C" fn terroir_group_create(
 ///
 /// Errors: `TERROIR_ERROR_NULL_POINTER` (`group`, `f`, `place->data`),
 /// `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an
-/// unknown place kind), `TERROIR_ERROR_INVALID_NODE` (a node the pool has
+/// unknown place kind; a data place whose `len` is above `PTRDIFF_MAX` or
+/// runs past the end of the address space), `TERROIR_ERROR_INVALID_NODE` (a node the pool has
 /// no worker on), `TERROIR_ERROR_INVALID_WORKER`,
 /// `TERROIR_ERROR_ZERO_SIZE` (`place->len`), `TERROIR_ERROR_SYSTEM` (the
 /// page-location query of a data place).

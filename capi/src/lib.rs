@@ -103,7 +103,9 @@ mod handle;
 mod memory;
 mod pool;
 mod report;
+mod sized;
 mod task;
+mod version;
 
 pub use error::{terroir_last_error_message, terroir_strerror, TerroirError};
 pub use group::{
@@ -125,4 +127,8 @@ pub use report::{
     terroir_report_create, terroir_report_destroy, terroir_report_measure, terroir_report_write,
     terroir_report_write_all, TerroirCounters, TerroirRecordOptions, TerroirRecording,
     TerroirReport, TerroirReportFormat,
+};
+pub use version::{
+    terroir_version, terroir_version_string, TERROIR_VERSION, TERROIR_VERSION_MAJOR,
+    TERROIR_VERSION_MINOR, TERROIR_VERSION_PATCH,
 };

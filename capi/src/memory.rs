@@ -37,6 +37,32 @@ pub(crate) fn whole_allocation_place(data: *const c_void, len: usize) -> Option<
         .map(Place::data)
 }
 
+/// Checks that `ptr .. ptr + len`, a range a C caller names, could be an
+/// object of this process before a slice is made of it: at most
+/// `isize::MAX` bytes, and not past the end of the address space. (Rust's
+/// slice rules; a larger `len` is undefined behaviour in
+/// `slice::from_raw_parts`, which debug builds turn into an abort.)
+/// `ptr_name` and `len_name` name the arguments in the message.
+pub(crate) fn check_range(
+    ptr: *const c_void,
+    len: usize,
+    ptr_name: &str,
+    len_name: &str,
+) -> Result<(), Error> {
+    if isize::try_from(len).is_err() {
+        return Err(Error::invalid(format!(
+            "{len_name} = {len} is more than any object can have ({} bytes at most)",
+            isize::MAX
+        )));
+    }
+    if ptr.addr().checked_add(len).is_none() {
+        return Err(Error::invalid(format!(
+            "{ptr_name} = {ptr:p} with {len_name} = {len} runs past the end of the address space"
+        )));
+    }
+    Ok(())
+}
+
 /// Counts of a page migration (`terroir_migrate`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -147,7 +173,9 @@ pub unsafe extern "C" fn terroir_free(ptr: *mut c_void) -> c_int {
 /// yet (never touched). Works on any memory of the process.
 ///
 /// Errors: `TERROIR_ERROR_NULL_POINTER` (`ptr`, `node`),
-/// `TERROIR_ERROR_ZERO_SIZE`, `TERROIR_ERROR_SYSTEM`.
+/// `TERROIR_ERROR_ZERO_SIZE`, `TERROIR_ERROR_INVALID_ARGUMENT` (`len` above
+/// `PTRDIFF_MAX`, or `ptr + len` past the end of the address space),
+/// `TERROIR_ERROR_SYSTEM`.
 ///
 /// # Safety
 /// `node` is NULL or points to writable storage for an `int32_t`.
@@ -163,7 +191,9 @@ pub unsafe extern "C" fn terroir_locate(ptr: *const c_void, len: usize, node: *m
         if len == 0 {
             return Err(Error::new(TerroirError::ZeroSize, "len is 0"));
         }
-        // SAFETY: non-null, and the C caller gives memory of this process.
+        check_range(ptr, len, "ptr", "len")?;
+        // SAFETY: non-null, at most isize::MAX bytes within the address
+        // space (checked), and the C caller gives memory of this process.
         // The element type allows uninitialised bytes and writes by other
         // threads meanwhile; `locate` reads no element, only the address and
         // length.
@@ -186,7 +216,9 @@ pub unsafe extern "C" fn terroir_locate(ptr: *const c_void, len: usize, node: *m
 /// not move are not an error.
 ///
 /// Errors: `TERROIR_ERROR_NULL_POINTER` (`ptr`), `TERROIR_ERROR_ZERO_SIZE`,
-/// `TERROIR_ERROR_INVALID_NODE`, `TERROIR_ERROR_SYSTEM`.
+/// `TERROIR_ERROR_INVALID_ARGUMENT` (`len` above `PTRDIFF_MAX`, or `ptr +
+/// len` past the end of the address space), `TERROIR_ERROR_INVALID_NODE`,
+/// `TERROIR_ERROR_SYSTEM`.
 ///
 /// # Safety
 /// `ptr .. ptr + len` is memory of this process; `result` is NULL or points
@@ -205,6 +237,7 @@ pub unsafe extern "C" fn terroir_migrate(
         if len == 0 {
             return Err(Error::new(TerroirError::ZeroSize, "len is 0"));
         }
+        check_range(ptr, len, "ptr", "len")?;
         let to = NodeId::new(node);
         let migration = {
             let mut map = allocations();
@@ -212,8 +245,9 @@ pub unsafe extern "C" fn terroir_migrate(
                 Some(v) => v.migrate_to(to)?,
                 None => {
                     drop(map);
-                    // SAFETY: as in `terroir_locate`: `migrate` reads no
-                    // element (the kernel moves the pages, contents intact).
+                    // SAFETY: as in `terroir_locate` (the range checked
+                    // above): `migrate` reads no element (the kernel moves
+                    // the pages, contents intact).
                     let bytes = unsafe {
                         std::slice::from_raw_parts(ptr.cast_const().cast::<Bytes>(), len)
                     };

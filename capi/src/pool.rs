@@ -1,11 +1,13 @@
 //! Pools: create, destroy, the global pool, queries, and `terroir_join`.
 
 use std::ffi::{c_int, c_void};
+use std::mem::{offset_of, size_of};
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::error::{call, call_infallible, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
+use super::sized::{read_sized, SizedStruct};
 use super::task::CTask;
 use terroir::__capi::{
     current_pool_tag, install_carrying_frame, set_pool_tag, with_current_pool, Worker,
@@ -56,11 +58,20 @@ pub enum TerroirPin {
     Off = 2,
 }
 
-/// How to build a pool. All zeros is the default configuration (a NULL
-/// config pointer too).
+/// How to build a pool. Set `size` to `sizeof(terroir_pool_config)` (or
+/// start from `TERROIR_POOL_CONFIG_INIT`); every other field's zero is its
+/// default (a NULL config pointer is the defaults too).
+///
+/// The struct can grow: later versions add fields at its end, and the
+/// library reads only the caller's `size` bytes, giving the fields a
+/// caller does not know their defaults; fields of a newer header that this
+/// library does not know must be zero. A `size` below this first
+/// version's is `TERROIR_ERROR_INVALID_ARGUMENT` naming `config->size`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TerroirPoolConfig {
+    /// `sizeof(terroir_pool_config)` as the caller's header declares it.
+    pub size: usize,
     /// Number of workers; 0: `TERROIR_NUM_THREADS` if set, else one per
     /// processing unit this process may use.
     pub num_threads: usize,
@@ -68,6 +79,19 @@ pub struct TerroirPoolConfig {
     pub policy: u32,
     /// A `terroir_pin` value.
     pub pin: u32,
+}
+
+// SAFETY: `#[repr(C)]`, `size: usize` first, integer fields only; zero is
+// the default of each.
+unsafe impl SizedStruct for TerroirPoolConfig {
+    const C_NAME: &'static str = "terroir_pool_config";
+    const ARG: &'static str = "config";
+    // The first version ends with `pin`: this must not change when fields
+    // are added.
+    const MIN_SIZE: usize = offset_of!(TerroirPoolConfig, pin) + size_of::<u32>();
+    fn zeroed() -> Self {
+        TerroirPoolConfig::default()
+    }
 }
 
 /// A live pool: what a pool handle stands for.
@@ -88,8 +112,8 @@ pub(crate) fn handle_ptr<T>(handle: usize) -> *mut T {
     ptr::without_provenance_mut(handle)
 }
 
-fn builder(config: Option<&TerroirPoolConfig>, global: bool) -> Result<ThreadPoolBuilder, Error> {
-    let config = config.copied().unwrap_or_default();
+fn builder(config: Option<TerroirPoolConfig>, global: bool) -> Result<ThreadPoolBuilder, Error> {
+    let config = config.unwrap_or_default();
     let mut b = ThreadPoolBuilder::new()
         .num_threads(config.num_threads)
         .thread_name(move |i| {
@@ -142,7 +166,7 @@ fn register(pool: ThreadPool, global: bool) -> Result<Arc<PoolEntry>, Error> {
 }
 
 /// Builds the global pool (with `config`) unless it exists.
-fn init_global(config: Option<&TerroirPoolConfig>) -> Result<Arc<PoolEntry>, Error> {
+fn init_global(config: Option<TerroirPoolConfig>) -> Result<Arc<PoolEntry>, Error> {
     let _guard = GLOBAL_INIT.lock().unwrap_or_else(|e| e.into_inner());
     if GLOBAL.get().is_some() {
         return Err(Error::new(
@@ -198,12 +222,14 @@ pub(crate) fn write<T>(out: *mut T, name: &str, value: T) -> Result<(), Error> {
 ///
 /// `config` may be NULL (the defaults). On success `*out` is the new
 /// pool's handle. Errors: `TERROIR_ERROR_NULL_POINTER` (`out`),
-/// `TERROIR_ERROR_INVALID_ARGUMENT` (a policy or pin value out of range),
+/// `TERROIR_ERROR_INVALID_ARGUMENT` (`config->size` not set, or a nonzero
+/// field this library does not know; a policy or pin value out of range),
 /// `TERROIR_ERROR_POOL_BUILD` (topology discovery, pinning, thread start,
 /// or a bad `TERROIR_NUM_THREADS`/`TERROIR_POLICY`).
 ///
 /// # Safety
-/// `config` is NULL or points to a `terroir_pool_config`; `out` is NULL or
+/// `config` is NULL or points to a `terroir_pool_config` of
+/// `config->size` bytes; `out` is NULL or
 /// points to writable storage for a pointer.
 #[no_mangle]
 pub unsafe extern "C" fn terroir_pool_create(
@@ -214,8 +240,9 @@ pub unsafe extern "C" fn terroir_pool_create(
         if out.is_null() {
             return Err(Error::null("out"));
         }
-        // SAFETY: NULL or a valid config (the caller's promise).
-        let config = unsafe { config.as_ref() };
+        // SAFETY: NULL or a config of `config->size` bytes (the caller's
+        // promise).
+        let config = unsafe { read_sized(config) }?;
         let entry = register(builder(config, false)?.build()?, false)?;
         write(out, "out", handle_ptr(entry.handle))
     })
@@ -262,12 +289,14 @@ pub unsafe extern "C" fn terroir_pool_destroy(pool: *mut TerroirPool) -> c_int {
 /// use); as `terroir_pool_create` otherwise.
 ///
 /// # Safety
-/// `config` is NULL or points to a `terroir_pool_config`.
+/// `config` is NULL or points to a `terroir_pool_config` of
+/// `config->size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn terroir_pool_global_init(config: *const TerroirPoolConfig) -> c_int {
     call("terroir_pool_global_init", || {
-        // SAFETY: NULL or a valid config (the caller's promise).
-        init_global(unsafe { config.as_ref() }).map(drop)
+        // SAFETY: NULL or a config of `config->size` bytes (the caller's
+        // promise).
+        init_global(unsafe { read_sized(config) }?).map(drop)
     })
 }
 

@@ -23,6 +23,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
+use std::mem::{offset_of, size_of};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Mutex;
@@ -30,6 +31,7 @@ use std::sync::Mutex;
 use super::error::{call, Error, TerroirError};
 use super::handle::{HandleTable, LocalFree};
 use super::pool::{handle_ptr, with_pool, write, TerroirPool, TerroirTaskFn};
+use super::sized::{read_sized, SizedStruct};
 use super::task::CTask;
 use std::io::Write as _;
 use terroir::__capi::install_carrying_frame;
@@ -70,13 +72,35 @@ pub enum TerroirCounters {
     None = 1,
 }
 
-/// How to record. All zeros (and a NULL pointer) is the default: every
-/// counter that can be opened.
+/// How to record. Set `size` to `sizeof(terroir_record_options)` (or
+/// start from `TERROIR_RECORD_OPTIONS_INIT`); every other field's zero is
+/// its default (a NULL pointer is the defaults too: every counter that can
+/// be opened). It can grow as `terroir_pool_config` does: the library
+/// reads the caller's `size` bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TerroirRecordOptions {
+    /// `sizeof(terroir_record_options)` as the caller's header declares it.
+    pub size: usize,
     /// A `terroir_counters` value.
     pub counters: u32,
+    /// Zero. (It makes the struct's tail explicit: a later version may give
+    /// these bytes a meaning, which padding a caller leaves unset could
+    /// not have.)
+    pub reserved: u32,
+}
+
+// SAFETY: `#[repr(C)]`, `size: usize` first, integer fields only; zero is
+// the default of each.
+unsafe impl SizedStruct for TerroirRecordOptions {
+    const C_NAME: &'static str = "terroir_record_options";
+    const ARG: &'static str = "options";
+    // The first version ends with `reserved`: this must not change when
+    // fields are added.
+    const MIN_SIZE: usize = offset_of!(TerroirRecordOptions, reserved) + size_of::<u32>();
+    fn zeroed() -> Self {
+        TerroirRecordOptions::default()
+    }
 }
 
 /// A report's output format (`terroir_report_write`).
@@ -214,7 +238,13 @@ fn argument(name: &str, e: Error) -> Error {
     Error::new(e.code, format!("argument `{name}`: {}", e.message))
 }
 
-fn record_options(options: Option<&TerroirRecordOptions>) -> Result<RecordOptions, Error> {
+fn record_options(options: Option<TerroirRecordOptions>) -> Result<RecordOptions, Error> {
+    if let Some(o) = options.filter(|o| o.reserved != 0) {
+        return Err(Error::invalid(format!(
+            "options->reserved = {} (it must be zero)",
+            o.reserved
+        )));
+    }
     match options.map_or(TerroirCounters::All as u32, |o| o.counters) {
         c if c == TerroirCounters::All as u32 => Ok(RecordOptions::default()),
         c if c == TerroirCounters::None as u32 => Ok(RecordOptions::timestamps_only()),
@@ -255,15 +285,17 @@ unsafe fn c_path<'a>(path: *const c_char, name: &str) -> Result<&'a Path, Error>
 /// pool has one recording at a time.
 ///
 /// # Safety
-/// `options` is NULL or points to a `terroir_record_options`.
+/// `options` is NULL or points to a `terroir_record_options` of
+/// `options->size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn terroir_record_start(
     pool: *mut TerroirPool,
     options: *const TerroirRecordOptions,
 ) -> c_int {
     call("terroir_record_start", || {
-        // SAFETY: NULL or valid options (the caller's promise).
-        let options = record_options(unsafe { options.as_ref() })?;
+        // SAFETY: NULL or options of `options->size` bytes (the caller's
+        // promise).
+        let options = record_options(unsafe { read_sized(options) }?)?;
         with_pool(pool, |p| {
             p.start_recording(&options).map_err(|e| on_pool(pool, e))
         })

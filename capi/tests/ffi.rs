@@ -621,15 +621,21 @@ fn header_declares_exactly_the_exported_functions() {
     assert_eq!(declared, exported);
 }
 
-/// The header compiles as strict C99 and as C++.
+/// The header compiles as strict C99 and as C++, its initializers and
+/// version macros too.
 #[test]
 fn header_compiles_as_c99_and_cpp() {
     let dir = out_dir();
     let src = dir.join("header_only.c");
     std::fs::write(
         &src,
-        "#include <terroir.h>\nstatic terroir_place p;\nstatic terroir_pool_config c;\n\
-         int main(void) { (void)p; (void)c; return TERROIR_ERROR_OK; }\n",
+        // The initializers name every field (-Wextra warns of a missing
+        // one: a field added without updating the macro).
+        "#include <terroir.h>\nstatic terroir_place p;\n\
+         static terroir_pool_config c = TERROIR_POOL_CONFIG_INIT;\n\
+         static terroir_record_options o = TERROIR_RECORD_OPTIONS_INIT;\n\
+         int main(void) { (void)p; (void)c; (void)o;\n\
+         return TERROIR_VERSION_MAJOR * 0 + TERROIR_ERROR_OK; }\n",
     )
     .unwrap();
     run(

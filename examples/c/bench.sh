@@ -45,17 +45,22 @@ export RUSTFLAGS=${RUSTFLAGS--C llvm-args=-enable-tlsdesc}
 echo "== RUSTFLAGS=\"$RUSTFLAGS\" cargo build --release -p terroir-capi; cargo build --release -p terroir --example fib_join"
 cargo build --quiet --release -p terroir-capi
 cargo build --quiet --release -p terroir --example fib_join
+# The C programs link the library as installed (libterroir.so carries the
+# SONAME libterroir.so.<abi>, which the install's symlink provides), from a
+# prefix under the target directory.
+CLIB=$OUT/prefix/lib
+scripts/install-c.sh --prefix "$OUT/prefix" --no-build 2>/dev/null
 
 echo "== compiling into $OUT"
 for p in fib nqueens health group_cost; do
-  "$CC" -O2 -Wall -Wextra -I capi/include "examples/c/$p.c" -L "$LIB" -lterroir -Wl,-rpath,"$LIB" -o "$OUT/$p"
+  "$CC" -O2 -Wall -Wextra -I capi/include "examples/c/$p.c" -L "$CLIB" -lterroir -Wl,-rpath,"$CLIB" -o "$OUT/$p"
   "$OMP_CC" -O2 -Wall -Wextra -fopenmp "examples/c/${p}_omp.c" -o "$OUT/${p}_omp"
 done
 # fib with no scheduler: the same calls into a shared library whose join
 # runs the two tasks one after the other.
 "$CC" -O2 -Wall -Wextra -shared -fPIC -I capi/include examples/c/noop_join.c -o "$OUT/libnoop_join.so"
 "$CC" -O2 -Wall -Wextra -I capi/include -DFIB_JOIN=noop_join examples/c/fib.c -L "$OUT" -lnoop_join \
-  -L "$LIB" -lterroir -Wl,-rpath,"$OUT":"$LIB" -o "$OUT/fib_noop"
+  -L "$CLIB" -lterroir -Wl,-rpath,"$OUT":"$CLIB" -o "$OUT/fib_noop"
 # fib against the static library too: in an executable the linker turns
 # terroir's thread-local accesses into plain %fs loads.
 "$CC" -O2 -Wall -Wextra -I capi/include examples/c/fib.c "$LIB/libterroir.a" \

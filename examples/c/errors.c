@@ -9,8 +9,10 @@
  * check and a summary line "errors: N passed, M failed"; exit status 1 if
  * any check failed.
  *
- *   cc -I include examples/c/errors.c -L target/release -lterroir -lpthread \
- *      -Wl,-rpath,$PWD/target/release -o errors && ./errors
+ *   cc examples/c/errors.c $(pkg-config --cflags --libs terroir) -lpthread \
+ *      -Wl,-rpath,$(pkg-config --variable=libdir terroir) -o errors && ./errors
+ *
+ * (with terroir installed: scripts/install-c.sh).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -93,12 +95,17 @@ static void test_strings(void) {
 static void test_pools(void) {
   terroir_pool *pool = NULL;
   EXPECT_ERR(terroir_pool_create(NULL, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
-  terroir_pool_config bad_policy = {.num_threads = 1, .policy = 99};
+  terroir_pool_config bad_policy = {.size = sizeof(terroir_pool_config), .num_threads = 1, .policy = 99};
   EXPECT_ERR(terroir_pool_create(&bad_policy, &pool), TERROIR_ERROR_INVALID_ARGUMENT, "policy = 99");
-  terroir_pool_config bad_pin = {.num_threads = 1, .pin = 7};
+  terroir_pool_config bad_pin = {.size = sizeof(terroir_pool_config), .num_threads = 1, .pin = 7};
   EXPECT_ERR(terroir_pool_create(&bad_pin, &pool), TERROIR_ERROR_INVALID_ARGUMENT, "pin = 7");
+  /* More workers than a pool may have: refused before any thread starts. */
+  terroir_pool_config absurd = {.size = sizeof(terroir_pool_config), .num_threads = SIZE_MAX};
+  EXPECT_ERR(terroir_pool_create(&absurd, &pool), TERROIR_ERROR_POOL_BUILD, "workers a pool may have");
+  absurd.num_threads = (size_t)1 << 40;
+  EXPECT_ERR(terroir_pool_global_init(&absurd), TERROIR_ERROR_POOL_BUILD, "num_threads(1099511627776)");
 
-  terroir_pool_config config = {.num_threads = 2, .policy = TERROIR_POLICY_FLAT, .pin = TERROIR_PIN_OFF};
+  terroir_pool_config config = {.size = sizeof(terroir_pool_config), .num_threads = 2, .policy = TERROIR_POLICY_FLAT, .pin = TERROIR_PIN_OFF};
   EXPECT_OK(terroir_pool_create(&config, &pool));
   size_t workers = 0, nodes = 0;
   EXPECT_OK(terroir_pool_num_workers(pool, &workers));
@@ -144,6 +151,70 @@ static void test_pools(void) {
   /* Not a worker. */
   size_t me = 0;
   EXPECT_ERR(terroir_current_worker(&me), TERROIR_ERROR_NOT_IN_POOL, "not a worker");
+}
+
+/* ---- versions, and the structs that grow (a leading `size` field) ---- */
+
+/* A terroir_pool_config as a newer header might declare it: one more field. */
+typedef struct {
+  terroir_pool_config v1;
+  uint64_t newer_field;
+} newer_pool_config;
+
+static void test_versions_and_sizes(void) {
+  EXPECT(terroir_version() == TERROIR_VERSION);
+  char expected[64];
+  snprintf(expected, sizeof expected, "%d.%d.%d", TERROIR_VERSION_MAJOR, TERROIR_VERSION_MINOR,
+           TERROIR_VERSION_PATCH);
+  EXPECT(strcmp(terroir_version_string(), expected) == 0);
+
+  terroir_pool *pool = NULL;
+  /* The initializer: size set, every other field its default. */
+  terroir_pool_config config = TERROIR_POOL_CONFIG_INIT;
+  EXPECT(config.size == sizeof(terroir_pool_config) && config.num_threads == 0 && config.policy == 0);
+  config.num_threads = 1;
+  config.pin = TERROIR_PIN_OFF;
+  EXPECT_OK(terroir_pool_create(&config, &pool));
+  EXPECT_OK(terroir_pool_destroy(pool));
+
+  /* size not set (a struct written before the field existed, or zeroed). */
+  terroir_pool_config unset = {.num_threads = 1};
+  EXPECT_ERR(terroir_pool_create(&unset, &pool), TERROIR_ERROR_INVALID_ARGUMENT,
+             "config->size = 0 is smaller than the first version of terroir_pool_config");
+  EXPECT_ERR(terroir_pool_create(&unset, &pool), TERROIR_ERROR_INVALID_ARGUMENT, "TERROIR_POOL_CONFIG_INIT");
+  EXPECT_ERR(terroir_pool_global_init(&unset), TERROIR_ERROR_INVALID_ARGUMENT, "config->size = 0");
+  /* Smaller than the first version: the library would miss fields. */
+  terroir_pool_config small = {.size = sizeof(size_t), .num_threads = 1};
+  EXPECT_ERR(terroir_pool_create(&small, &pool), TERROIR_ERROR_INVALID_ARGUMENT, "config->size = ");
+  /* A garbage size: refused without reading past the struct. */
+  terroir_pool_config garbage = {.size = (size_t)1 << 40, .num_threads = 1};
+  EXPECT_ERR(terroir_pool_create(&garbage, &pool), TERROIR_ERROR_INVALID_ARGUMENT, "was it set to sizeof");
+  garbage.size = SIZE_MAX;
+  EXPECT_ERR(terroir_pool_create(&garbage, &pool), TERROIR_ERROR_INVALID_ARGUMENT, "was it set to sizeof");
+
+  /* A program built against a newer header: a field this library does not
+   * know is fine at zero (its default), an error otherwise. */
+  newer_pool_config newer = {.v1 = TERROIR_POOL_CONFIG_INIT, .newer_field = 0};
+  newer.v1.size = sizeof newer;
+  newer.v1.num_threads = 1;
+  newer.v1.pin = TERROIR_PIN_OFF;
+  EXPECT_OK(terroir_pool_create(&newer.v1, &pool));
+  size_t workers = 0;
+  EXPECT_OK(terroir_pool_num_workers(pool, &workers));
+  EXPECT(workers == 1);
+  EXPECT_OK(terroir_pool_destroy(pool));
+  newer.newer_field = 1;
+  EXPECT_ERR(terroir_pool_create(&newer.v1, &pool), TERROIR_ERROR_INVALID_ARGUMENT,
+             "does not know that field");
+
+  /* Recording options grow the same way. */
+  terroir_record_options options = TERROIR_RECORD_OPTIONS_INIT;
+  EXPECT(options.size == sizeof(terroir_record_options) && options.counters == TERROIR_COUNTERS_ALL);
+  terroir_record_options unset_options = {.counters = TERROIR_COUNTERS_NONE};
+  EXPECT_ERR(terroir_record_start(NULL, &unset_options), TERROIR_ERROR_INVALID_ARGUMENT,
+             "options->size = 0");
+  options.reserved = 3;
+  EXPECT_ERR(terroir_record_start(NULL, &options), TERROIR_ERROR_INVALID_ARGUMENT, "options->reserved = 3");
 }
 
 /* ---- groups ---- */
@@ -247,6 +318,12 @@ static void test_groups(void) {
   char buffer[64] = {0};
   place = (terroir_place){.kind = TERROIR_PLACE_KIND_DATA, .data = buffer, .len = 0};
   EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_ZERO_SIZE, "place->len");
+  /* A length no object can have (more than PTRDIFF_MAX bytes), and one that
+   * runs past the end of the address space: errors, never a slice. */
+  place = (terroir_place){.kind = TERROIR_PLACE_KIND_DATA, .data = buffer, .len = SIZE_MAX};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "place->len = ");
+  place = (terroir_place){.kind = TERROIR_PLACE_KIND_DATA, .data = (void *)(UINTPTR_MAX - 4095), .len = 8192};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "address space");
   /* Valid places of every kind. */
   atomic_long n = 0;
   uint32_t node0 = 0;
@@ -314,7 +391,7 @@ static void test_groups(void) {
 
   /* A strict worker place on a STRICT_LOCALITY pool runs on that worker;
    * a group keeps its pool alive after the pool handle is destroyed. */
-  terroir_pool_config config = {.num_threads = 2, .policy = TERROIR_POLICY_STRICT_LOCALITY, .pin = TERROIR_PIN_OFF};
+  terroir_pool_config config = {.size = sizeof(terroir_pool_config), .num_threads = 2, .policy = TERROIR_POLICY_STRICT_LOCALITY, .pin = TERROIR_PIN_OFF};
   terroir_pool *pool;
   EXPECT_OK(terroir_pool_create(&config, &pool));
   EXPECT_OK(terroir_group_create(pool, &g));
@@ -395,7 +472,7 @@ static void stacked_driver(void *arg) {
 }
 
 static void test_stacked_wait(int on_task) {
-  terroir_pool_config config = {.num_threads = on_task ? 3 : 2};
+  terroir_pool_config config = {.size = sizeof(terroir_pool_config), .num_threads = on_task ? 3 : 2};
   terroir_pool *pool;
   EXPECT_OK(terroir_pool_create(&config, &pool));
   struct stacked s = {.on_task = on_task, .u_rc = -1};
@@ -448,7 +525,7 @@ static void batch_owner(void *arg) {
 }
 
 static void test_worker_waits_by_working(void) {
-  terroir_pool_config config = {.num_threads = 2, .policy = TERROIR_POLICY_LOCALITY};
+  terroir_pool_config config = {.size = sizeof(terroir_pool_config), .num_threads = 2, .policy = TERROIR_POLICY_LOCALITY};
   terroir_pool *pool;
   EXPECT_OK(terroir_pool_create(&config, &pool));
   struct worker_wait w = {.waiter_rc = -1, .owner_rc = -1};
@@ -490,12 +567,17 @@ static void test_memory(void) {
   EXPECT_ERR(terroir_locate(NULL, size, &where), TERROIR_ERROR_NULL_POINTER, "`ptr`");
   EXPECT_ERR(terroir_locate(p, 0, &where), TERROIR_ERROR_ZERO_SIZE, "len is 0");
   EXPECT_ERR(terroir_locate(p, size, NULL), TERROIR_ERROR_NULL_POINTER, "`node`");
+  EXPECT_ERR(terroir_locate(p, SIZE_MAX, &where), TERROIR_ERROR_INVALID_ARGUMENT, "len = ");
+  EXPECT_ERR(terroir_locate(p, (size_t)PTRDIFF_MAX + 1, &where), TERROIR_ERROR_INVALID_ARGUMENT, "len = ");
+  EXPECT_ERR(terroir_locate((void *)(UINTPTR_MAX - 4095), 8192, &where), TERROIR_ERROR_INVALID_ARGUMENT,
+             "address space");
 
   terroir_migration m = {0};
   EXPECT_OK(terroir_migrate(p, size, node0, &m));
   EXPECT(m.pages > 0 && m.moved + m.already_there == m.pages && m.not_moved == 0);
   EXPECT_OK(terroir_migrate((char *)p + 100, 5000, node0, NULL)); /* a part: pages only */
   EXPECT_ERR(terroir_migrate(p, 0, node0, &m), TERROIR_ERROR_ZERO_SIZE, "len is 0");
+  EXPECT_ERR(terroir_migrate(p, SIZE_MAX, node0, &m), TERROIR_ERROR_INVALID_ARGUMENT, "len = ");
   EXPECT_ERR(terroir_migrate(NULL, size, node0, &m), TERROIR_ERROR_NULL_POINTER, "`ptr`");
   EXPECT_ERR(terroir_migrate(p, size, 777, &m), TERROIR_ERROR_INVALID_NODE, "allowed nodes");
 
@@ -554,15 +636,15 @@ static int remove_file(const char *path) {
 }
 
 static void test_report(void) {
-  terroir_pool_config config = {.num_threads = 2, .pin = TERROIR_PIN_OFF};
+  terroir_pool_config config = {.size = sizeof(terroir_pool_config), .num_threads = 2, .pin = TERROIR_PIN_OFF};
   terroir_pool *pool;
   EXPECT_OK(terroir_pool_create(&config, &pool));
   terroir_recording *rec = NULL, *rec2 = NULL;
-  terroir_record_options timestamps = {.counters = TERROIR_COUNTERS_NONE};
+  terroir_record_options timestamps = {.size = sizeof(terroir_record_options), .counters = TERROIR_COUNTERS_NONE};
 
   /* Stop without a start, start twice, options out of range. */
   EXPECT_ERR(terroir_record_stop(pool, &rec), TERROIR_ERROR_NOT_RECORDING, "is not recording");
-  terroir_record_options bad = {.counters = 7};
+  terroir_record_options bad = {.size = sizeof(terroir_record_options), .counters = 7};
   EXPECT_ERR(terroir_record_start(pool, &bad), TERROIR_ERROR_INVALID_ARGUMENT, "counters = 7");
   EXPECT_OK(terroir_record_start(pool, &timestamps));
   EXPECT_ERR(terroir_record_start(pool, NULL), TERROIR_ERROR_ALREADY_RECORDING, "recording already");
@@ -684,6 +766,7 @@ static void test_report(void) {
 int main(void) {
   test_strings();
   test_pools();
+  test_versions_and_sizes();
   test_groups();
   test_stacked_wait(0);
   test_stacked_wait(1);

@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
       .tasks = arg_long(argc, argv, 2, 4),
       .runs = arg_long(argc, argv, 3, 3),
   };
-  terroir_pool_config config = {.num_threads = 1};
+  terroir_pool_config config = {.size = sizeof(terroir_pool_config), .num_threads = 1};
   terroir_pool *pool;
   CHECK(terroir_pool_create(&config, &pool));
   /* Measured inside a task, as a task tree's groups are. */

@@ -61,7 +61,7 @@ static long run(terroir_pool *pool, int n) {
 
 /* Records fib(n) on `pool` between terroir_record_start and _stop. */
 static terroir_recording *record(terroir_pool *pool, int n, long *result) {
-  terroir_record_options options = {.counters = TERROIR_COUNTERS_ALL};
+  terroir_record_options options = {.size = sizeof(terroir_record_options), .counters = TERROIR_COUNTERS_ALL};
   terroir_recording *rec;
   CHECK(terroir_record_start(pool, &options));
   *result = run(pool, n);
@@ -75,13 +75,13 @@ int main(int argc, char **argv) {
   size_t threads = argc > 3 ? (size_t)arg_long(argc, argv, 3, 1) : 0; /* 0: the default */
   long expected = fib_seq(n);
 
-  terroir_pool_config config = {.num_threads = threads};
+  terroir_pool_config config = {.size = sizeof(terroir_pool_config), .num_threads = threads};
   terroir_pool *pool;
   CHECK(terroir_pool_create(&config, &pool));
   CHECK(terroir_pool_num_workers(pool, &threads));
 
   /* The baseline: the same work on one worker. */
-  terroir_pool_config one_config = {.num_threads = 1};
+  terroir_pool_config one_config = {.size = sizeof(terroir_pool_config), .num_threads = 1};
   terroir_pool *one;
   CHECK(terroir_pool_create(&one_config, &one));
   long base_result, par_result;

@@ -87,8 +87,8 @@ static void *other_pool_waiters(void *arg) {
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 50;
-  terroir_pool_config config = {.num_threads = WORKERS, .policy = TERROIR_POLICY_LOCALITY};
-  terroir_pool_config other = {.num_threads = 2};
+  terroir_pool_config config = {.size = sizeof(terroir_pool_config), .num_threads = WORKERS, .policy = TERROIR_POLICY_LOCALITY};
+  terroir_pool_config other = {.size = sizeof(terroir_pool_config), .num_threads = 2};
   CHECK(terroir_pool_create(&config, &pool));
   CHECK(terroir_pool_create(&other, &other_pool));
   for (int r = 0; r < rounds; r++) {

@@ -14,7 +14,7 @@ static void add_one(void *arg) { __atomic_fetch_add((long *)arg, 1, __ATOMIC_REL
 /* Initializes the global pool with one worker: 0 if this call built it,
  * TERROIR_ERROR_GLOBAL_ALREADY_INITIALIZED if it existed. */
 int XCAT(PLUGIN_NAME, _init)(void) {
-  terroir_pool_config config = {.num_threads = 1, .pin = TERROIR_PIN_OFF};
+  terroir_pool_config config = {.size = sizeof(terroir_pool_config), .num_threads = 1, .pin = TERROIR_PIN_OFF};
   return terroir_pool_global_init(&config);
 }
 
