@@ -482,22 +482,46 @@ fn a_group_per_task_in_a_tree() {
 }
 
 /// A wait from a task of a batch that another worker runs on top of a
-/// batch of the waited-for group: worker 0, waiting inside g's batch (for
-/// t2 on worker 1), takes the batch of h that the main thread's wait
-/// injects; h's `waiter` runs on worker 2 and waits for g, which cannot
-/// become idle before worker 0 returns from h's batch, which waits for
-/// `waiter`. That wait could never end, on no thread that holds g's work
-/// itself, and must be refused.
+/// batch of the waited-for group (see [`stacked_elsewhere_scenario`]) is
+/// refused.
 #[test]
 fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
-    let pool = Arc::new(
+    let refused =
+        stacked_elsewhere_scenario(Duration::from_secs(60), |g, tx| tx.send(g.wait()).unwrap());
+    assert_eq!(
+        refused,
+        Some(Err(WouldDeadlock::StackedOnGroup)),
+        "the wait was not refused (it would never end)"
+    );
+}
+
+/// A pool whose placed tasks run on their worker only, for the scenarios
+/// that need work on given workers.
+fn strict_pool(threads: usize) -> Arc<ThreadPool> {
+    Arc::new(
         ThreadPoolBuilder::new()
-            .num_threads(3)
+            .num_threads(threads)
             .pin(false)
             .policy(Policy::StrictLocality)
             .build()
             .unwrap(),
-    );
+    )
+}
+
+/// A task of a batch that another worker runs on top of a batch of the
+/// group `g`: worker 0, waiting inside g's batch (for t2 on worker 1),
+/// takes the batch of h that the main thread's wait injects; h's task
+/// `waiter(g, tx)` runs on worker 2, where a wait for g could never end
+/// (g cannot become idle before worker 0 returns from h's batch, which
+/// waits for `waiter`), and on no thread that holds g's work itself.
+/// Returns what `waiter` sent on `tx`, or `None` when it sent nothing
+/// within `patience` (then the groups are leaked: their drops would wait
+/// for work that never ends).
+fn stacked_elsewhere_scenario<T: Send + 'static>(
+    patience: Duration,
+    waiter: impl FnOnce(&TaskGroup, &mpsc::Sender<T>) + Send + 'static,
+) -> Option<T> {
+    let pool = strict_pool(3);
     let g = Arc::new(pool.task_group());
     let h = Arc::new(pool.task_group());
     let z = pool.task_group();
@@ -505,7 +529,6 @@ fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
     let t2_started = Arc::new(AtomicBool::new(false));
     let h_started = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
-    // Worker 2 busy until h's batch runs.
     {
         let (c_started, h_started) = (Arc::clone(&c_started), Arc::clone(&h_started));
         z.spawn_on(&pool.worker(2).unwrap(), move |_| {
@@ -514,7 +537,6 @@ fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
         });
     }
     spin_until(&c_started);
-    // `d` on worker 0: queues h's tasks and g's, then waits for g.
     {
         let (p, g, h) = (Arc::clone(&pool), Arc::clone(&g), Arc::clone(&h));
         let (t2_started, h_started) = (Arc::clone(&t2_started), Arc::clone(&h_started));
@@ -522,7 +544,7 @@ fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
             let flag = Arc::clone(&h_started);
             h.spawn(move |_| flag.store(true, Ordering::Release));
             let g2 = Arc::clone(&g);
-            h.spawn_on(&p.worker(2).unwrap(), move |_| tx.send(g2.wait()).unwrap());
+            h.spawn_on(&p.worker(2).unwrap(), move |_| waiter(&g2, &tx));
             g.spawn(|_| {});
             let (started, release) = (Arc::clone(&t2_started), Arc::clone(&h_started));
             g.spawn_on(&p.worker(1).unwrap(), move |_| {
@@ -533,19 +555,44 @@ fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
         });
     }
     spin_until(&t2_started);
-    // Worker 0 is the only one free, waiting inside g's batch: it takes
-    // the batch this wait injects.
     let waited = {
         let h = Arc::clone(&h);
         thread::spawn(move || h.wait())
     };
-    let refused = rx.recv_timeout(Duration::from_secs(60));
-    if refused != Ok(Err(WouldDeadlock::StackedOnGroup)) {
-        // Stuck for good: leave the groups (whose drops would wait).
-        std::mem::forget((z, g, h, waited));
-        panic!("the wait was not refused (it would never end): {refused:?}");
-    }
+    let Ok(got) = rx.recv_timeout(patience) else {
+        std::mem::forget((z, g, h, waited, pool));
+        return None;
+    };
     waited.join().unwrap().unwrap();
     z.wait().unwrap();
     g.wait().unwrap();
+    Some(got)
+}
+
+/// A wait refused for a cycle through another worker's stack changes
+/// nothing: it does not first run the group's queued tasks (here from a
+/// position where they could never finish: `q` ends only once the wait
+/// has returned).
+#[test]
+fn a_wait_refused_for_another_workers_stack_runs_none_of_the_groups_tasks() {
+    let got = stacked_elsewhere_scenario(Duration::from_secs(20), |g, tx| {
+        let returned = Arc::new(AtomicBool::new(false));
+        let ran_on = Arc::new(AtomicUsize::new(usize::MAX));
+        {
+            let (returned, ran_on) = (Arc::clone(&returned), Arc::clone(&ran_on));
+            // Spawned by a worker, from a task of another group: queued.
+            g.spawn(move |_| {
+                ran_on.store(terroir::current_thread_index().unwrap(), Ordering::Release);
+                spin_until(&returned);
+            });
+        }
+        let refused = g.wait();
+        returned.store(true, Ordering::Release);
+        tx.send((refused, ran_on.load(Ordering::Acquire))).unwrap();
+    });
+    let Some((refused, ran_on)) = got else {
+        panic!("the refused wait ran the group's queued task, which never ends");
+    };
+    assert_eq!(refused, Err(WouldDeadlock::StackedOnGroup));
+    assert_eq!(ran_on, usize::MAX, "the refused wait ran a queued task");
 }

@@ -51,11 +51,10 @@
 //! condition variable; a worker (of any pool) never blocks: it runs other
 //! work until a latch it listed in the group is set, since the task it
 //! waits for may be placed on it. A wait from work stacked on top of the
-//! group's own task or batch is refused (`frame.rs`): on this thread,
-//! checked at once; through the stacks of the workers that run the
-//! caller's batches, checked before the wait first blocks (so a wait
-//! refused for the latter may have run some of the group's queued tasks
-//! first).
+//! group's own task or batch, on this thread or (through the batches the
+//! caller's work runs in) on the workers that run them, is refused
+//! (`frame.rs`), before the wait does anything: a refused wait runs none
+//! of the group's tasks.
 
 use std::any::Any;
 use std::cell::UnsafeCell;
@@ -684,7 +683,9 @@ impl GroupCore {
         }
         let epoch = g.epoch;
         let wt = WorkerThread::current();
-        if let Some(why) = wt.and_then(|wt| frame::stacked_on(wt, self)) {
+        // Before anything changes: a refused wait leaves the group as it
+        // was (it runs none of its queued tasks).
+        if let Some(why) = wt.and_then(|wt| frame::stacked(wt, self)) {
             return Err(CoreError::WouldDeadlock(why));
         }
         {
@@ -694,7 +695,6 @@ impl GroupCore {
             }
         }
         let here = wt.map_or(FramePtr(ptr::null()), FramePtr::of);
-        let mut checked_elsewhere = false;
         loop {
             let inner = g.inner();
             if !inner.queue.is_empty() {
@@ -737,14 +737,6 @@ impl GroupCore {
             // might be the very worker that a task of the group is placed
             // on.
             if let Some(wt) = wt {
-                // About to wait for work other threads run: refuse if it is
-                // stacked, on another worker, over what this wait holds up.
-                if !checked_elsewhere {
-                    checked_elsewhere = true;
-                    if let Some(why) = frame::stacked_elsewhere(wt, self) {
-                        return Err(CoreError::WouldDeadlock(why));
-                    }
-                }
                 let latch = WorkerLatch::new(wt, true);
                 inner.latches.push(WaiterLatch(&latch));
                 drop(g);

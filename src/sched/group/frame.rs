@@ -166,11 +166,23 @@ pub(crate) fn entered_head(wt: &WorkerThread) -> *const Entered {
 }
 
 /// Where a wait for `group` from `wt` would stand, if it could never end
+/// (see [`stacked_on`] and [`stacked_elsewhere`]). Every wait for a busy
+/// group asks, before it does anything: a caller with no frame and nothing
+/// on its list (work that no group's task or batch is under: the usual
+/// top-level wait) has nothing to follow, and is answered at once.
+#[inline]
+pub(crate) fn stacked(wt: &WorkerThread, group: &GroupCore) -> Option<super::WouldDeadlock> {
+    if wt.group_frame.get().is_null() && wt.group_entered.get().is_null() {
+        return None;
+    }
+    stacked_on(wt, group).or_else(|| stacked_elsewhere(wt, group))
+}
+
+/// Where a wait for `group` from `wt` would stand, if it could never end
 /// for what this thread itself holds: a frame of the group in the caller's
 /// chain (one of its tasks, or work such a task waits for), or the group's
-/// task or batch lower on this thread's stack. Linear in their depth: every
-/// wait for a busy group asks.
-pub(crate) fn stacked_on(wt: &WorkerThread, group: &GroupCore) -> Option<super::WouldDeadlock> {
+/// task or batch lower on this thread's stack.
+fn stacked_on(wt: &WorkerThread, group: &GroupCore) -> Option<super::WouldDeadlock> {
     let group: *const GroupCore = group;
     if FramePtr::of(wt).chain().any(|f| f.group == group) {
         return Some(super::WouldDeadlock::InsideOwnTask);
@@ -202,12 +214,8 @@ const WALK_BATCHES: usize = 64;
 /// stacks (taken while they waited); a batch of `group` there, or a task
 /// of it, cannot end before the batch above it does, which waits for the
 /// caller. So, transitively, through each batch's node in its runner's
-/// entered list, each batch once. Asked only before a wait blocks on work
-/// that other threads run (rare), after [`stacked_on`].
-pub(crate) fn stacked_elsewhere(
-    wt: &WorkerThread,
-    group: &GroupCore,
-) -> Option<super::WouldDeadlock> {
+/// entered list, each batch once. Asked after [`stacked_on`].
+fn stacked_elsewhere(wt: &WorkerThread, group: &GroupCore) -> Option<super::WouldDeadlock> {
     let group: *const GroupCore = group;
     let mut budget = WALK_BUDGET;
     let mut todo: Vec<*const Batch> = Vec::new();
