@@ -486,8 +486,9 @@ fn a_group_per_task_in_a_tree() {
 /// refused.
 #[test]
 fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
-    let refused =
-        stacked_elsewhere_scenario(Duration::from_secs(60), |g, tx| tx.send(g.wait()).unwrap());
+    let refused = stacked_elsewhere_scenario(Duration::from_secs(60), |_, g, tx| {
+        tx.send(g.wait()).unwrap()
+    });
     assert_eq!(
         refused,
         Some(Err(WouldDeadlock::StackedOnGroup)),
@@ -497,11 +498,13 @@ fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
 
 /// A pool whose placed tasks run on their worker only, for the scenarios
 /// that need work on given workers.
+/// (Stacks of 16 MiB: room for deep nesting in a debug build.)
 fn strict_pool(threads: usize) -> Arc<ThreadPool> {
     Arc::new(
         ThreadPoolBuilder::new()
             .num_threads(threads)
             .pin(false)
+            .stack_size(16 << 20)
             .policy(Policy::StrictLocality)
             .build()
             .unwrap(),
@@ -511,7 +514,7 @@ fn strict_pool(threads: usize) -> Arc<ThreadPool> {
 /// A task of a batch that another worker runs on top of a batch of the
 /// group `g`: worker 0, waiting inside g's batch (for t2 on worker 1),
 /// takes the batch of h that the main thread's wait injects; h's task
-/// `waiter(g, tx)` runs on worker 2, where a wait for g could never end
+/// `waiter(pool, g, tx)` runs on worker 2, where a wait for g could never end
 /// (g cannot become idle before worker 0 returns from h's batch, which
 /// waits for `waiter`), and on no thread that holds g's work itself.
 /// Returns what `waiter` sent on `tx`, or `None` when it sent nothing
@@ -519,7 +522,7 @@ fn strict_pool(threads: usize) -> Arc<ThreadPool> {
 /// for work that never ends).
 fn stacked_elsewhere_scenario<T: Send + 'static>(
     patience: Duration,
-    waiter: impl FnOnce(&TaskGroup, &mpsc::Sender<T>) + Send + 'static,
+    waiter: impl FnOnce(&Arc<ThreadPool>, &Arc<TaskGroup>, &mpsc::Sender<T>) + Send + 'static,
 ) -> Option<T> {
     let pool = strict_pool(3);
     let g = Arc::new(pool.task_group());
@@ -544,7 +547,8 @@ fn stacked_elsewhere_scenario<T: Send + 'static>(
             let flag = Arc::clone(&h_started);
             h.spawn(move |_| flag.store(true, Ordering::Release));
             let g2 = Arc::clone(&g);
-            h.spawn_on(&p.worker(2).unwrap(), move |_| waiter(&g2, &tx));
+            let p2 = Arc::clone(&p);
+            h.spawn_on(&p.worker(2).unwrap(), move |_| waiter(&p2, &g2, &tx));
             g.spawn(|_| {});
             let (started, release) = (Arc::clone(&t2_started), Arc::clone(&h_started));
             g.spawn_on(&p.worker(1).unwrap(), move |_| {
@@ -575,7 +579,7 @@ fn stacked_elsewhere_scenario<T: Send + 'static>(
 /// has returned).
 #[test]
 fn a_wait_refused_for_another_workers_stack_runs_none_of_the_groups_tasks() {
-    let got = stacked_elsewhere_scenario(Duration::from_secs(20), |g, tx| {
+    let got = stacked_elsewhere_scenario(Duration::from_secs(20), |_, g, tx| {
         let returned = Arc::new(AtomicBool::new(false));
         let ran_on = Arc::new(AtomicUsize::new(usize::MAX));
         {
@@ -595,4 +599,33 @@ fn a_wait_refused_for_another_workers_stack_runs_none_of_the_groups_tasks() {
     };
     assert_eq!(refused, Err(WouldDeadlock::StackedOnGroup));
     assert_eq!(ran_on, usize::MAX, "the refused wait ran a queued task");
+}
+
+/// Runs `f` in a task nested `depth` groups deep on the calling worker
+/// (each level's group has one task, run by its wait on this worker).
+fn nested_then(depth: u32, pool: &Arc<ThreadPool>, f: Box<dyn FnOnce() + Send>) {
+    if depth == 0 {
+        return f();
+    }
+    let group = pool.task_group();
+    let p = Arc::clone(pool);
+    group.spawn(move |_| nested_then(depth - 1, &p, f));
+    group.wait().unwrap();
+}
+
+/// The check of a wait follows every frame and entry it can reach, however
+/// deep the nesting: here the wait that could never end comes from a task
+/// nested 100 groups deep in the stacked-elsewhere scenario (200 entries
+/// and 100 batches on this worker before the one that leads to g's batch).
+#[test]
+fn a_deeply_nested_wait_stacked_on_the_groups_batch_elsewhere_is_refused() {
+    let refused = stacked_elsewhere_scenario(Duration::from_secs(20), |pool, g, tx| {
+        let (g, tx) = (Arc::clone(g), tx.clone());
+        nested_then(100, pool, Box::new(move || tx.send(g.wait()).unwrap()));
+    });
+    assert_eq!(
+        refused,
+        Some(Err(WouldDeadlock::StackedOnGroup)),
+        "the wait was not refused (it would never end)"
+    );
 }

@@ -14,7 +14,9 @@
 //!   tasks, or from work that such a task waits for (a frame of the group
 //!   in the chain), or from work this worker took while a task or batch of
 //!   the group waited lower on its stack (an entry of the group in the
-//!   list), is refused with [`WouldDeadlock`](super::WouldDeadlock).
+//!   list), or from work that such a task or batch waits for on another
+//!   worker (reached through the batches the caller's work belongs to), is
+//!   refused with [`WouldDeadlock`](super::WouldDeadlock) (`walk.rs`).
 //!
 //! Rust's `join` and `install` do not carry frames to the thread that
 //! runs their work (that would cost every join a word); the C API's join
@@ -53,12 +55,13 @@ pub(crate) struct Frame {
 /// One group on a thread's list of entered groups: a node on the stack of
 /// the function that runs the group's task or batch.
 pub(crate) struct Entered {
-    group: *const GroupCore,
+    pub(super) group: *const GroupCore,
     /// The frame of the work this node stands for: the task's own frame, or
     /// for a batch the frame of the wait that runs it (the work that waits
     /// for it); null when none.
-    frame: *const Frame,
-    below: *const Entered,
+    pub(super) frame: *const Frame,
+    /// The node of the work below on the same thread's stack, or null.
+    pub(super) below: *const Entered,
 }
 
 /// A frame pointer carried to the thread that runs the child work.
@@ -163,112 +166,6 @@ pub(crate) fn batch_of(wt: &WorkerThread, group: &GroupCore) -> Option<&'static 
 #[inline]
 pub(crate) fn entered_head(wt: &WorkerThread) -> *const Entered {
     wt.group_entered.get()
-}
-
-/// Where a wait for `group` from `wt` would stand, if it could never end
-/// (see [`stacked_on`] and [`stacked_elsewhere`]). Every wait for a busy
-/// group asks, before it does anything: a caller with no frame and nothing
-/// on its list (work that no group's task or batch is under: the usual
-/// top-level wait) has nothing to follow, and is answered at once.
-#[inline]
-pub(crate) fn stacked(wt: &WorkerThread, group: &GroupCore) -> Option<super::WouldDeadlock> {
-    if wt.group_frame.get().is_null() && wt.group_entered.get().is_null() {
-        return None;
-    }
-    stacked_on(wt, group).or_else(|| stacked_elsewhere(wt, group))
-}
-
-/// Where a wait for `group` from `wt` would stand, if it could never end
-/// for what this thread itself holds: a frame of the group in the caller's
-/// chain (one of its tasks, or work such a task waits for), or the group's
-/// task or batch lower on this thread's stack.
-fn stacked_on(wt: &WorkerThread, group: &GroupCore) -> Option<super::WouldDeadlock> {
-    let group: *const GroupCore = group;
-    if FramePtr::of(wt).chain().any(|f| f.group == group) {
-        return Some(super::WouldDeadlock::InsideOwnTask);
-    }
-    let mut p = wt.group_entered.get();
-    // SAFETY: every node in the list is a local of a `with_entered` call
-    // still running on this thread (each unlinks its node before the node
-    // goes out of scope, also on unwinding), so it is alive.
-    while let Some(node) = unsafe { p.as_ref() } {
-        if node.group == group {
-            return Some(super::WouldDeadlock::StackedOnGroup);
-        }
-        p = node.below;
-    }
-    None
-}
-
-/// Most frames and nodes [`stacked_elsewhere`] looks at: a bound on the
-/// walk, far above the nesting of real programs.
-const WALK_BUDGET: u32 = 4096;
-
-/// Most batches [`stacked_elsewhere`] follows.
-const WALK_BATCHES: usize = 64;
-
-/// Where a wait for `group` from `wt` would stand, if it could never end
-/// for what *other* threads hold: the batches the caller's work runs in
-/// (its frames', and those of the work lower on this thread's stack) run
-/// on other workers, on top of what those workers hold lower on their
-/// stacks (taken while they waited); a batch of `group` there, or a task
-/// of it, cannot end before the batch above it does, which waits for the
-/// caller. So, transitively, through each batch's node in its runner's
-/// entered list, each batch once. Asked after [`stacked_on`].
-fn stacked_elsewhere(wt: &WorkerThread, group: &GroupCore) -> Option<super::WouldDeadlock> {
-    let group: *const GroupCore = group;
-    let mut budget = WALK_BUDGET;
-    let mut todo: Vec<*const Batch> = Vec::new();
-    let mut seen: Vec<*const Batch> = Vec::new();
-    // A frame chain: whether it has a frame of `group` (`Some(true)`), the
-    // batches it runs in (into `todo`); `None` when the budget ran out.
-    let frames = |start: *const Frame, todo: &mut Vec<*const Batch>, budget: &mut u32| {
-        for f in FramePtr(start).chain() {
-            *budget = budget.checked_sub(1)?;
-            if f.group == group {
-                return Some(true);
-            }
-            if !f.batch.is_null() {
-                todo.push(f.batch);
-            }
-        }
-        Some(false)
-    };
-    let stacked = Some(super::WouldDeadlock::StackedOnGroup);
-    // The caller's own chain has no frame of `group` (`stacked_on`).
-    frames(wt.group_frame.get(), &mut todo, &mut budget)?;
-    let mut node = wt.group_entered.get();
-    // SAFETY: as in `stacked_on`.
-    while let Some(n) = unsafe { node.as_ref() } {
-        if frames(n.frame, &mut todo, &mut budget)? {
-            return stacked;
-        }
-        node = n.below;
-    }
-    while let Some(batch) = todo.pop() {
-        if seen.contains(&batch) {
-            continue;
-        }
-        if seen.len() == WALK_BATCHES {
-            return None;
-        }
-        seen.push(batch);
-        // SAFETY: a batch named by a frame of running work, or reached from
-        // one, runs while that work does (it waits for it), so it is alive;
-        // so are the nodes of its runner's list below its own (locals of
-        // calls its runner cannot return from before the batch ends), which
-        // are never written after they are linked.
-        let mut node = unsafe { (*batch).entered() };
-        // SAFETY: as above.
-        while let Some(n) = unsafe { node.as_ref() } {
-            budget = budget.checked_sub(1)?;
-            if n.group == group || frames(n.frame, &mut todo, &mut budget)? {
-                return stacked;
-            }
-            node = n.below;
-        }
-    }
-    None
 }
 
 /// Runs `f` on a worker of `pool` (as [`ThreadPool::install`]) in a frame

@@ -6,13 +6,15 @@
 //! |---|---|
 //! | the state of a group, spawn, wait, close | `core.rs` |
 //! | a wait's batch: running queued tasks | `batch.rs` |
-//! | frames: which group's task is running, stacked waits | `frame.rs` |
+//! | frames: which group's task is running, and what it waits on | `frame.rs` |
+//! | refusing waits that could never end: the walk over frames | `walk.rs` |
 //! | a task, kept inline when small | `task.rs` |
 
 mod batch;
 mod core;
 mod frame;
 mod task;
+mod walk;
 
 use std::fmt;
 use std::ptr::NonNull;
