@@ -629,3 +629,80 @@ fn a_deeply_nested_wait_stacked_on_the_groups_batch_elsewhere_is_refused() {
         "the wait was not refused (it would never end)"
     );
 }
+
+/// A wait from work that a worker took while it held a stolen part of the
+/// group's batch (a fragment of the join tree that runs the batch's plain
+/// tasks, with none of the group's tasks running on it at the time):
+/// `d` (worker 0) waits for `g = {t0, t1, t2, t3}`; a thief takes the
+/// half t2, t3, runs t2, and waits in that join for t3, which another
+/// worker stole and which holds on until `x` is done. `x`, placed on the
+/// thief, waits for g, which cannot become idle before the thief's join
+/// returns, which waits for `x`.
+#[test]
+fn a_wait_stacked_on_a_stolen_part_of_the_groups_join_tree_is_refused() {
+    let pool = strict_pool(3);
+    let g = Arc::new(pool.task_group());
+    let z = pool.task_group();
+    let h = pool.task_group();
+    let flag = || Arc::new(AtomicBool::new(false));
+    let (z_started, go2, t3_started, release) = (flag(), flag(), flag(), flag());
+    let t2_on = Arc::new(AtomicUsize::new(usize::MAX));
+    // Worker 2 busy until t2 has started, so that worker 1 steals the
+    // half t2, t3 of the join tree.
+    {
+        let (zs, go2) = (Arc::clone(&z_started), Arc::clone(&go2));
+        z.spawn_on(&pool.worker(2).unwrap(), move |_| {
+            zs.store(true, Ordering::Release);
+            spin_until(&go2);
+        });
+    }
+    spin_until(&z_started);
+    {
+        let g = Arc::clone(&g);
+        let (go2, t3s, rel, t2_on) = (
+            Arc::clone(&go2),
+            Arc::clone(&t3_started),
+            Arc::clone(&release),
+            Arc::clone(&t2_on),
+        );
+        z.spawn_on(&pool.worker(0).unwrap(), move |_| {
+            let t = Arc::clone(&t3s);
+            g.spawn(move |_| join_until(&t)); // t0
+            g.spawn(|_| {}); // t1
+            let (t, go) = (Arc::clone(&t3s), Arc::clone(&go2));
+            g.spawn(move |_| {
+                // t2, on the thief of the half t2, t3
+                t2_on.store(terroir::current_thread_index().unwrap(), Ordering::Release);
+                go.store(true, Ordering::Release);
+                join_until(&t);
+            });
+            let (t, r) = (Arc::clone(&t3s), Arc::clone(&rel));
+            g.spawn(move |_| {
+                // t3, stolen from the thief
+                t.store(true, Ordering::Release);
+                spin_until(&r);
+            });
+            g.wait().unwrap();
+        });
+    }
+    spin_until(&t3_started);
+    let thief = t2_on.load(Ordering::Acquire);
+    let (tx, rx) = mpsc::channel();
+    {
+        let g = Arc::clone(&g);
+        h.spawn_on(&pool.worker(thief).unwrap(), move |_| {
+            tx.send(g.wait()).unwrap()
+        });
+    }
+    let refused = rx.recv_timeout(Duration::from_secs(20));
+    release.store(true, Ordering::Release);
+    if refused.is_err() {
+        // Stuck for good: leave the groups (whose drops would wait).
+        std::mem::forget((g, h, z, pool));
+        panic!("the wait was not refused (it would never end)");
+    }
+    assert_eq!(refused, Ok(Err(WouldDeadlock::StackedOnGroup)));
+    h.wait().unwrap();
+    z.wait().unwrap();
+    g.wait().unwrap();
+}
