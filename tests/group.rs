@@ -706,3 +706,59 @@ fn a_wait_stacked_on_a_stolen_part_of_the_groups_join_tree_is_refused() {
     z.wait().unwrap();
     g.wait().unwrap();
 }
+
+/// A wait from a stolen branch of a C join (which carries its task's
+/// frame) of a task that runs, on another worker, on top of a task of the
+/// waited-for group, with no batch in between: `tg` (of g, on worker 0)
+/// waits for k, whose task spins on worker 1, so worker 0 takes `th` (of
+/// h); th's C join has its branch `b2` stolen by worker 2, and b2 waits
+/// for g, which cannot become idle before worker 0 returns from th.
+#[test]
+fn a_wait_from_a_c_join_branch_stacked_on_the_groups_task_elsewhere_is_refused() {
+    use terroir::__capi::Worker;
+    let pool = strict_pool(3);
+    let g = Arc::new(pool.task_group());
+    let h = pool.task_group();
+    let flag = || Arc::new(AtomicBool::new(false));
+    let (k_started, release, b2_started) = (flag(), flag(), flag());
+    {
+        let (p, ks, rel) = (
+            Arc::clone(&pool),
+            Arc::clone(&k_started),
+            Arc::clone(&release),
+        );
+        g.spawn_on(&pool.worker(0).unwrap(), move |_| {
+            let k = p.task_group();
+            k.spawn_on(&p.worker(1).unwrap(), move |_| {
+                ks.store(true, Ordering::Release);
+                spin_until(&rel);
+            });
+            k.wait().unwrap();
+        });
+    }
+    spin_until(&k_started);
+    let (tx, rx) = mpsc::channel();
+    {
+        let (g, b2_started) = (Arc::clone(&g), Arc::clone(&b2_started));
+        h.spawn_on(&pool.worker(0).unwrap(), move |_| {
+            let (g, b2_started, tx) = (&g, &b2_started, &tx);
+            Worker::current(None).unwrap().join(
+                move || join_until(b2_started),
+                move || {
+                    b2_started.store(true, Ordering::Release);
+                    tx.send(g.wait()).unwrap();
+                },
+            );
+        });
+    }
+    let refused = rx.recv_timeout(Duration::from_secs(20));
+    release.store(true, Ordering::Release);
+    if refused.is_err() {
+        // Stuck for good: leave the groups (whose drops would wait).
+        std::mem::forget((g, h, pool));
+        panic!("the wait was not refused (it would never end)");
+    }
+    assert_eq!(refused, Ok(Err(WouldDeadlock::StackedOnGroup)));
+    h.wait().unwrap();
+    g.wait().unwrap();
+}

@@ -235,11 +235,7 @@ impl Batch {
     #[inline]
     pub(crate) fn run_in_frame(&self, task: Task, view: &TaskGroup) {
         let wt = WorkerThread::current().expect("a batch's task runs on a worker");
-        let frame = Frame {
-            group: self.core.0,
-            batch: self,
-            parent: self.parent,
-        };
+        let frame = Frame::new(wt, self.core.0, self, self.parent);
         with_frame(wt, &frame, || {
             with_entered(wt, self.core.0, &frame, || task.run(view))
         });
@@ -292,11 +288,7 @@ impl Batch {
     fn join_stolen(run: &PlainRun<'_>, range: u64) {
         let batch = run.batch;
         let wt = WorkerThread::current().expect("a stolen branch runs on a worker");
-        let frame = Frame {
-            group: batch.core.0,
-            batch,
-            parent: batch.parent,
-        };
+        let frame = Frame::new(wt, batch.core.0, batch, batch.parent);
         with_entered(wt, batch.core.0, &frame, || Batch::join_plain(run, range));
     }
 }
@@ -317,11 +309,7 @@ unsafe impl Sync for PlainRun<'_> {}
 /// frame of its group with no batch.
 pub(crate) fn run_unbatched(core: &GroupCore, task: Task, view: &TaskGroup) {
     let wt = WorkerThread::current().expect("a started task runs on a worker");
-    let frame = Frame {
-        group: core,
-        batch: ptr::null(),
-        parent: ptr::null(),
-    };
+    let frame = Frame::new(wt, core, ptr::null(), ptr::null());
     with_frame(wt, &frame, || {
         with_entered(wt, core, &frame, || task.run(view))
     });
@@ -348,11 +336,7 @@ pub(crate) fn run_batch(
                 let here = here;
                 // SAFETY: the group is busy (this batch), so alive.
                 let core = unsafe { core.get() };
-                let entered = Frame {
-                    group: ptr::null(),
-                    batch: ptr::null(),
-                    parent: here.0,
-                };
+                let entered = Frame::new(wt, ptr::null(), ptr::null(), here.0);
                 with_frame(wt, &entered, || {
                     with_entered(wt, core, &entered, || {
                         run_here(wt, core, tasks, FramePtr(&entered))

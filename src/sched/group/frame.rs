@@ -24,6 +24,10 @@
 //! [`install_carrying_frame`]), so a C wait from a stolen branch of a
 //! group's task is refused too.
 //!
+//! A frame also names the node below it on the list of the worker that
+//! runs its work, so that the walk of a wait from work that the frame's
+//! work waits for (on any thread) finds what that worker holds below it.
+//!
 //! Frames and entries live on the stacks of the functions that run the
 //! work. A frame's parent belongs to work that waits for the frame's work
 //! (a join waits for both branches, a batch for its tasks, `install` for
@@ -50,6 +54,30 @@ pub(crate) struct Frame {
     pub(crate) batch: *const Batch,
     /// The frame of the work that waits for this one, or null.
     pub(crate) parent: *const Frame,
+    /// What the worker that runs this frame's work held lower on its stack
+    /// when the frame started (the head of its entered groups then, or
+    /// null): work that waits for this frame's work, also when the frame is
+    /// carried to another thread (a stolen C join branch) or the frame's
+    /// task belongs to no batch, where no batch's node leads there.
+    pub(crate) below: *const Entered,
+}
+
+impl Frame {
+    /// A frame starting on `wt`, the calling thread's worker.
+    #[inline(always)]
+    pub(crate) fn new(
+        wt: &WorkerThread,
+        group: *const GroupCore,
+        batch: *const Batch,
+        parent: *const Frame,
+    ) -> Frame {
+        Frame {
+            group,
+            batch,
+            parent,
+            below: wt.group_entered.get(),
+        }
+    }
 }
 
 /// One group on a thread's list of entered groups: a node on the stack of
@@ -178,11 +206,7 @@ pub(crate) fn install_carrying_frame<R: Send>(
     let parent = FramePtr::current();
     pool.registry.in_worker(move |wt, _| {
         let parent = parent;
-        let frame = Frame {
-            group: ptr::null(),
-            batch: ptr::null(),
-            parent: parent.0,
-        };
+        let frame = Frame::new(wt, ptr::null(), ptr::null(), parent.0);
         with_frame(wt, &frame, f)
     })
 }

@@ -6,9 +6,11 @@
 //! # What is reached, and why it stays put
 //!
 //! From a frame the walk goes to its parent (the work that waits for the
-//! frame's work) and to its batch's node in the list of the batch's runner
+//! frame's work), to its batch's node in the list of the batch's runner
 //! (the runner cannot return below that node before the batch ends, and
-//! the batch waits for the frame's task). From a node it goes to the frame
+//! the batch waits for the frame's task), and to the node below the frame
+//! on the list of the worker that runs the frame's work (that worker cannot
+//! return below it before the frame's work ends). From a node it goes to the frame
 //! of the work the node stands for and to the node below it. Each step
 //! leads to work that waits, directly or not, for the caller's work: none
 //! of it can end, and so none of its frames and nodes (locals of the
@@ -98,7 +100,8 @@ struct Walk {
 
 impl Walk {
     /// The frames from `p` outwards, up to the first one seen already:
-    /// whether one of them is of the group. Queues their batches' nodes.
+    /// whether one of them is of the group. Queues their batches' nodes
+    /// and the nodes below them on their runners' lists.
     #[inline(always)]
     fn frames(&mut self, mut p: *const Frame) -> bool {
         // SAFETY: a frame reached by the walk is alive and unchanging (see
@@ -114,6 +117,9 @@ impl Walk {
             // and its node is never written after the batch starts.
             if let Some(batch) = unsafe { f.batch.as_ref() } {
                 self.todo.push(batch.entered());
+            }
+            if !f.below.is_null() {
+                self.todo.push(f.below);
             }
             p = f.parent;
         }
