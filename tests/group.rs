@@ -482,22 +482,49 @@ fn a_group_per_task_in_a_tree() {
 }
 
 /// A wait from a task of a batch that another worker runs on top of a
-/// batch of the waited-for group: worker 0, waiting inside g's batch (for
-/// t2 on worker 1), takes the batch of h that the main thread's wait
-/// injects; h's `waiter` runs on worker 2 and waits for g, which cannot
-/// become idle before worker 0 returns from h's batch, which waits for
-/// `waiter`. That wait could never end, on no thread that holds g's work
-/// itself, and must be refused.
+/// batch of the waited-for group (see [`stacked_elsewhere_scenario`]) is
+/// refused.
 #[test]
 fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
-    let pool = Arc::new(
+    let refused = stacked_elsewhere_scenario(Duration::from_secs(60), |_, g, tx| {
+        tx.send(g.wait()).unwrap()
+    });
+    assert_eq!(
+        refused,
+        Some(Err(WouldDeadlock::StackedOnGroup)),
+        "the wait was not refused (it would never end)"
+    );
+}
+
+/// A pool whose placed tasks run on their worker only, for the scenarios
+/// that need work on given workers.
+/// (Stacks of 16 MiB: room for deep nesting in a debug build.)
+fn strict_pool(threads: usize) -> Arc<ThreadPool> {
+    Arc::new(
         ThreadPoolBuilder::new()
-            .num_threads(3)
+            .num_threads(threads)
             .pin(false)
+            .stack_size(16 << 20)
             .policy(Policy::StrictLocality)
             .build()
             .unwrap(),
-    );
+    )
+}
+
+/// A task of a batch that another worker runs on top of a batch of the
+/// group `g`: worker 0, waiting inside g's batch (for t2 on worker 1),
+/// takes the batch of h that the main thread's wait injects; h's task
+/// `waiter(pool, g, tx)` runs on worker 2, where a wait for g could never end
+/// (g cannot become idle before worker 0 returns from h's batch, which
+/// waits for `waiter`), and on no thread that holds g's work itself.
+/// Returns what `waiter` sent on `tx`, or `None` when it sent nothing
+/// within `patience` (then the groups are leaked: their drops would wait
+/// for work that never ends).
+fn stacked_elsewhere_scenario<T: Send + 'static>(
+    patience: Duration,
+    waiter: impl FnOnce(&Arc<ThreadPool>, &Arc<TaskGroup>, &mpsc::Sender<T>) + Send + 'static,
+) -> Option<T> {
+    let pool = strict_pool(3);
     let g = Arc::new(pool.task_group());
     let h = Arc::new(pool.task_group());
     let z = pool.task_group();
@@ -505,7 +532,6 @@ fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
     let t2_started = Arc::new(AtomicBool::new(false));
     let h_started = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
-    // Worker 2 busy until h's batch runs.
     {
         let (c_started, h_started) = (Arc::clone(&c_started), Arc::clone(&h_started));
         z.spawn_on(&pool.worker(2).unwrap(), move |_| {
@@ -514,7 +540,6 @@ fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
         });
     }
     spin_until(&c_started);
-    // `d` on worker 0: queues h's tasks and g's, then waits for g.
     {
         let (p, g, h) = (Arc::clone(&pool), Arc::clone(&g), Arc::clone(&h));
         let (t2_started, h_started) = (Arc::clone(&t2_started), Arc::clone(&h_started));
@@ -522,7 +547,8 @@ fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
             let flag = Arc::clone(&h_started);
             h.spawn(move |_| flag.store(true, Ordering::Release));
             let g2 = Arc::clone(&g);
-            h.spawn_on(&p.worker(2).unwrap(), move |_| tx.send(g2.wait()).unwrap());
+            let p2 = Arc::clone(&p);
+            h.spawn_on(&p.worker(2).unwrap(), move |_| waiter(&p2, &g2, &tx));
             g.spawn(|_| {});
             let (started, release) = (Arc::clone(&t2_started), Arc::clone(&h_started));
             g.spawn_on(&p.worker(1).unwrap(), move |_| {
@@ -533,19 +559,206 @@ fn a_wait_from_a_batch_stacked_on_the_groups_batch_elsewhere_is_refused() {
         });
     }
     spin_until(&t2_started);
-    // Worker 0 is the only one free, waiting inside g's batch: it takes
-    // the batch this wait injects.
     let waited = {
         let h = Arc::clone(&h);
         thread::spawn(move || h.wait())
     };
-    let refused = rx.recv_timeout(Duration::from_secs(60));
-    if refused != Ok(Err(WouldDeadlock::StackedOnGroup)) {
-        // Stuck for good: leave the groups (whose drops would wait).
-        std::mem::forget((z, g, h, waited));
-        panic!("the wait was not refused (it would never end): {refused:?}");
-    }
+    let Ok(got) = rx.recv_timeout(patience) else {
+        std::mem::forget((z, g, h, waited, pool));
+        return None;
+    };
     waited.join().unwrap().unwrap();
     z.wait().unwrap();
+    g.wait().unwrap();
+    Some(got)
+}
+
+/// A wait refused for a cycle through another worker's stack changes
+/// nothing: it does not first run the group's queued tasks (here from a
+/// position where they could never finish: `q` ends only once the wait
+/// has returned).
+#[test]
+fn a_wait_refused_for_another_workers_stack_runs_none_of_the_groups_tasks() {
+    let got = stacked_elsewhere_scenario(Duration::from_secs(20), |_, g, tx| {
+        let returned = Arc::new(AtomicBool::new(false));
+        let ran_on = Arc::new(AtomicUsize::new(usize::MAX));
+        {
+            let (returned, ran_on) = (Arc::clone(&returned), Arc::clone(&ran_on));
+            // Spawned by a worker, from a task of another group: queued.
+            g.spawn(move |_| {
+                ran_on.store(terroir::current_thread_index().unwrap(), Ordering::Release);
+                spin_until(&returned);
+            });
+        }
+        let refused = g.wait();
+        returned.store(true, Ordering::Release);
+        tx.send((refused, ran_on.load(Ordering::Acquire))).unwrap();
+    });
+    let Some((refused, ran_on)) = got else {
+        panic!("the refused wait ran the group's queued task, which never ends");
+    };
+    assert_eq!(refused, Err(WouldDeadlock::StackedOnGroup));
+    assert_eq!(ran_on, usize::MAX, "the refused wait ran a queued task");
+}
+
+/// Runs `f` in a task nested `depth` groups deep on the calling worker
+/// (each level's group has one task, run by its wait on this worker).
+fn nested_then(depth: u32, pool: &Arc<ThreadPool>, f: Box<dyn FnOnce() + Send>) {
+    if depth == 0 {
+        return f();
+    }
+    let group = pool.task_group();
+    let p = Arc::clone(pool);
+    group.spawn(move |_| nested_then(depth - 1, &p, f));
+    group.wait().unwrap();
+}
+
+/// The check of a wait follows every frame and entry it can reach, however
+/// deep the nesting: here the wait that could never end comes from a task
+/// nested 100 groups deep in the stacked-elsewhere scenario (200 entries
+/// and 100 batches on this worker before the one that leads to g's batch).
+#[test]
+fn a_deeply_nested_wait_stacked_on_the_groups_batch_elsewhere_is_refused() {
+    let refused = stacked_elsewhere_scenario(Duration::from_secs(20), |pool, g, tx| {
+        let (g, tx) = (Arc::clone(g), tx.clone());
+        nested_then(100, pool, Box::new(move || tx.send(g.wait()).unwrap()));
+    });
+    assert_eq!(
+        refused,
+        Some(Err(WouldDeadlock::StackedOnGroup)),
+        "the wait was not refused (it would never end)"
+    );
+}
+
+/// A wait from work that a worker took while it held a stolen part of the
+/// group's batch (a fragment of the join tree that runs the batch's plain
+/// tasks, with none of the group's tasks running on it at the time):
+/// `d` (worker 0) waits for `g = {t0, t1, t2, t3}`; a thief takes the
+/// half t2, t3, runs t2, and waits in that join for t3, which another
+/// worker stole and which holds on until `x` is done. `x`, placed on the
+/// thief, waits for g, which cannot become idle before the thief's join
+/// returns, which waits for `x`.
+#[test]
+fn a_wait_stacked_on_a_stolen_part_of_the_groups_join_tree_is_refused() {
+    let pool = strict_pool(3);
+    let g = Arc::new(pool.task_group());
+    let z = pool.task_group();
+    let h = pool.task_group();
+    let flag = || Arc::new(AtomicBool::new(false));
+    let (z_started, go2, t3_started, release) = (flag(), flag(), flag(), flag());
+    let t2_on = Arc::new(AtomicUsize::new(usize::MAX));
+    // Worker 2 busy until t2 has started, so that worker 1 steals the
+    // half t2, t3 of the join tree.
+    {
+        let (zs, go2) = (Arc::clone(&z_started), Arc::clone(&go2));
+        z.spawn_on(&pool.worker(2).unwrap(), move |_| {
+            zs.store(true, Ordering::Release);
+            spin_until(&go2);
+        });
+    }
+    spin_until(&z_started);
+    {
+        let g = Arc::clone(&g);
+        let (go2, t3s, rel, t2_on) = (
+            Arc::clone(&go2),
+            Arc::clone(&t3_started),
+            Arc::clone(&release),
+            Arc::clone(&t2_on),
+        );
+        z.spawn_on(&pool.worker(0).unwrap(), move |_| {
+            let t = Arc::clone(&t3s);
+            g.spawn(move |_| join_until(&t)); // t0
+            g.spawn(|_| {}); // t1
+            let (t, go) = (Arc::clone(&t3s), Arc::clone(&go2));
+            g.spawn(move |_| {
+                // t2, on the thief of the half t2, t3
+                t2_on.store(terroir::current_thread_index().unwrap(), Ordering::Release);
+                go.store(true, Ordering::Release);
+                join_until(&t);
+            });
+            let (t, r) = (Arc::clone(&t3s), Arc::clone(&rel));
+            g.spawn(move |_| {
+                // t3, stolen from the thief
+                t.store(true, Ordering::Release);
+                spin_until(&r);
+            });
+            g.wait().unwrap();
+        });
+    }
+    spin_until(&t3_started);
+    let thief = t2_on.load(Ordering::Acquire);
+    let (tx, rx) = mpsc::channel();
+    {
+        let g = Arc::clone(&g);
+        h.spawn_on(&pool.worker(thief).unwrap(), move |_| {
+            tx.send(g.wait()).unwrap()
+        });
+    }
+    let refused = rx.recv_timeout(Duration::from_secs(20));
+    release.store(true, Ordering::Release);
+    if refused.is_err() {
+        // Stuck for good: leave the groups (whose drops would wait).
+        std::mem::forget((g, h, z, pool));
+        panic!("the wait was not refused (it would never end)");
+    }
+    assert_eq!(refused, Ok(Err(WouldDeadlock::StackedOnGroup)));
+    h.wait().unwrap();
+    z.wait().unwrap();
+    g.wait().unwrap();
+}
+
+/// A wait from a stolen branch of a C join (which carries its task's
+/// frame) of a task that runs, on another worker, on top of a task of the
+/// waited-for group, with no batch in between: `tg` (of g, on worker 0)
+/// waits for k, whose task spins on worker 1, so worker 0 takes `th` (of
+/// h); th's C join has its branch `b2` stolen by worker 2, and b2 waits
+/// for g, which cannot become idle before worker 0 returns from th.
+#[test]
+fn a_wait_from_a_c_join_branch_stacked_on_the_groups_task_elsewhere_is_refused() {
+    use terroir::__capi::Worker;
+    let pool = strict_pool(3);
+    let g = Arc::new(pool.task_group());
+    let h = pool.task_group();
+    let flag = || Arc::new(AtomicBool::new(false));
+    let (k_started, release, b2_started) = (flag(), flag(), flag());
+    {
+        let (p, ks, rel) = (
+            Arc::clone(&pool),
+            Arc::clone(&k_started),
+            Arc::clone(&release),
+        );
+        g.spawn_on(&pool.worker(0).unwrap(), move |_| {
+            let k = p.task_group();
+            k.spawn_on(&p.worker(1).unwrap(), move |_| {
+                ks.store(true, Ordering::Release);
+                spin_until(&rel);
+            });
+            k.wait().unwrap();
+        });
+    }
+    spin_until(&k_started);
+    let (tx, rx) = mpsc::channel();
+    {
+        let (g, b2_started) = (Arc::clone(&g), Arc::clone(&b2_started));
+        h.spawn_on(&pool.worker(0).unwrap(), move |_| {
+            let (g, b2_started, tx) = (&g, &b2_started, &tx);
+            Worker::current(None).unwrap().join(
+                move || join_until(b2_started),
+                move || {
+                    b2_started.store(true, Ordering::Release);
+                    tx.send(g.wait()).unwrap();
+                },
+            );
+        });
+    }
+    let refused = rx.recv_timeout(Duration::from_secs(20));
+    release.store(true, Ordering::Release);
+    if refused.is_err() {
+        // Stuck for good: leave the groups (whose drops would wait).
+        std::mem::forget((g, h, pool));
+        panic!("the wait was not refused (it would never end)");
+    }
+    assert_eq!(refused, Ok(Err(WouldDeadlock::StackedOnGroup)));
+    h.wait().unwrap();
     g.wait().unwrap();
 }

@@ -369,8 +369,10 @@ int terroir_group_spawn(struct terroir_group *group,
 // `TERROIR_ERROR_WOULD_DEADLOCK` when called from one of the group's own
 // tasks (or from a branch of a `terroir_join`, or a task of a group, that
 // such a task waits for), or from work that a worker took while one of
-// the group's waits ran its tasks on that worker: the wait could never
-// end, so it is refused and nothing changes.
+// the group's waits ran its tasks on that worker, or from a task of a
+// group whose wait runs, on another worker, on top of such work: the
+// wait could never end, so it is refused before it runs anything, and
+// nothing changes.
 //
 // # Safety
 // Any pointer value is accepted: handles are never dereferenced.

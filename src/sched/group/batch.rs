@@ -11,7 +11,10 @@
 //! tasks spawn nothing costs no atomic read-modify-write for the count.
 //! Each task runs in a frame naming the group and the batch (`frame.rs`),
 //! which is how a task's spawn finds the batch and how a wait from it is
-//! refused. The first panic of a task is kept for the group's wait.
+//! refused; a part of the join tree that another worker stole is listed in
+//! that worker's entered groups while it runs (so a wait from work the
+//! thief takes meanwhile is refused too). The first panic of a task is
+//! kept for the group's wait.
 
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
@@ -131,9 +134,12 @@ pub(crate) struct Batch {
     entered: *const Entered,
 }
 
-// SAFETY: the registry and the parent frame are only read, and outlive the
-// batch (the batch runs on a worker of the registry, and the waiter whose
-// frame is the parent waits for the batch); the rest is atomic or `Sync`.
+// SAFETY: the registry, the parent frame and the `entered` node are only
+// read, and outlive the batch (the batch runs on a worker of the registry;
+// the waiter whose frame is the parent waits for the batch; the node is a
+// local of the call on the runner's stack that runs the batch, linked
+// before the batch starts and never written after); the rest is atomic or
+// `Sync`.
 unsafe impl Sync for Batch {}
 
 /// A `Send` pointer to a batch, for its jobs (the batch waits for them).
@@ -229,11 +235,7 @@ impl Batch {
     #[inline]
     pub(crate) fn run_in_frame(&self, task: Task, view: &TaskGroup) {
         let wt = WorkerThread::current().expect("a batch's task runs on a worker");
-        let frame = Frame {
-            group: self.core.0,
-            batch: self,
-            parent: self.parent,
-        };
+        let frame = Frame::new(wt, self.core.0, self, self.parent);
         with_frame(wt, &frame, || {
             with_entered(wt, self.core.0, &frame, || task.run(view))
         });
@@ -262,10 +264,32 @@ impl Batch {
                 let (a, b) = (((lo as u64) << 32) | mid, (mid << 32) | hi as u64);
                 join_flagged(
                     move || Batch::join_plain(run, a),
-                    move |_| Batch::join_plain(run, b),
+                    move |stolen| {
+                        if stolen {
+                            Batch::join_stolen(run, b);
+                        } else {
+                            Batch::join_plain(run, b);
+                        }
+                    },
                 );
             }
         }
+    }
+
+    /// [`join_plain`](Self::join_plain) for a part of the join tree that
+    /// ran as a job (stolen, as a rule by another worker): listed in its
+    /// thread's entered groups while it runs, so that work the thread takes
+    /// while it waits in that part's joins (when none of the group's tasks
+    /// runs on it) is known to be stacked on the batch. The node's frame names the batch (as its
+    /// tasks' frames do), so that the walk of a wait from such work goes
+    /// on to the batch's runner and to the batch's waiter.
+    #[cold]
+    #[inline(never)]
+    fn join_stolen(run: &PlainRun<'_>, range: u64) {
+        let batch = run.batch;
+        let wt = WorkerThread::current().expect("a stolen branch runs on a worker");
+        let frame = Frame::new(wt, batch.core.0, batch, batch.parent);
+        with_entered(wt, batch.core.0, &frame, || Batch::join_plain(run, range));
     }
 }
 
@@ -285,11 +309,7 @@ unsafe impl Sync for PlainRun<'_> {}
 /// frame of its group with no batch.
 pub(crate) fn run_unbatched(core: &GroupCore, task: Task, view: &TaskGroup) {
     let wt = WorkerThread::current().expect("a started task runs on a worker");
-    let frame = Frame {
-        group: core,
-        batch: ptr::null(),
-        parent: ptr::null(),
-    };
+    let frame = Frame::new(wt, core, ptr::null(), ptr::null());
     with_frame(wt, &frame, || {
         with_entered(wt, core, &frame, || task.run(view))
     });
@@ -316,11 +336,7 @@ pub(crate) fn run_batch(
                 let here = here;
                 // SAFETY: the group is busy (this batch), so alive.
                 let core = unsafe { core.get() };
-                let entered = Frame {
-                    group: ptr::null(),
-                    batch: ptr::null(),
-                    parent: here.0,
-                };
+                let entered = Frame::new(wt, ptr::null(), ptr::null(), here.0);
                 with_frame(wt, &entered, || {
                     with_entered(wt, core, &entered, || {
                         run_here(wt, core, tasks, FramePtr(&entered))

@@ -51,11 +51,10 @@
 //! condition variable; a worker (of any pool) never blocks: it runs other
 //! work until a latch it listed in the group is set, since the task it
 //! waits for may be placed on it. A wait from work stacked on top of the
-//! group's own task or batch is refused (`frame.rs`): on this thread,
-//! checked at once; through the stacks of the workers that run the
-//! caller's batches, checked before the wait first blocks (so a wait
-//! refused for the latter may have run some of the group's queued tasks
-//! first).
+//! group's own task or batch, on this thread or (through the batches the
+//! caller's work runs in) on the workers that run them, is refused
+//! (`frame.rs`), before the wait does anything: a refused wait runs none
+//! of the group's tasks.
 
 use std::any::Any;
 use std::cell::UnsafeCell;
@@ -67,6 +66,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use super::batch::{run_batch, Queued, Started};
 use super::frame::{self, FramePtr};
 use super::task::Task;
+use super::walk;
 use super::{TaskGroup, WouldDeadlock};
 use crate::sched::latch::{Latch, WorkerLatch};
 use crate::sched::place::{Place, PlaceError};
@@ -539,8 +539,8 @@ impl GroupCore {
         if self.state.load(Ordering::Acquire) == word(epoch, LIVE) {
             return Ok(());
         }
-        let g = self.lock(epoch)?;
-        match self.wait_locked(g)? {
+        let (g, wt) = self.lock_to_wait(epoch)?;
+        match self.wait_locked(g, wt)? {
             Some((g, panic)) => {
                 drop(g);
                 if let Some(p) = panic {
@@ -602,8 +602,8 @@ impl GroupCore {
     fn close_inner(&self, epoch: u32) -> Result<(bool, Option<Panic>), CoreError> {
         // (The same lock and check as `close`'s fast path, for a group that
         // has tasks.)
-        let g = self.lock(epoch)?;
-        let (g, panic) = match self.wait_locked(g)? {
+        let (g, wt) = self.lock_to_wait(epoch)?;
+        let (g, panic) = match self.wait_locked(g, wt)? {
             Some(idle) => idle,
             None => return Err(CoreError::ClosedMeanwhile),
         };
@@ -671,22 +671,55 @@ impl GroupCore {
         Ok(f(&pool_view(registry)))
     }
 
-    /// The loop of a wait, from the lock: `Some((lock, panic))` once the
-    /// group is idle, `None` if another thread closed it meanwhile (which
-    /// it does only once the group is idle).
+    /// The start of a wait for the group open under `epoch`: refuses it
+    /// if it could never end (`walk.rs`), else takes the lock. Returns the
+    /// caller's worker, if it is one.
+    ///
+    /// The check comes before anything changes, so a refused wait leaves
+    /// the group as it was (it runs none of its queued tasks), and without
+    /// the lock: it reads only frames and nodes that cannot change while
+    /// the caller waits, nothing the lock guards. A wait it refuses could
+    /// never end, so the group is busy, under the epoch it has now, from
+    /// before the call until after it: an epoch that is not that one is
+    /// the caller's error (`Dead`), as it would be under the lock.
+    #[inline]
+    fn lock_to_wait(
+        &self,
+        epoch: u32,
+    ) -> Result<(Locked<'_>, Option<&'static WorkerThread>), CoreError> {
+        let wt = WorkerThread::current();
+        if let Some(why) = wt.and_then(|wt| walk::stacked(wt, self)) {
+            return Err(self.refused(epoch, why));
+        }
+        Ok((self.lock(epoch)?, wt))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refused(&self, epoch: u32, why: WouldDeadlock) -> CoreError {
+        if self.epoch() == Some(epoch) {
+            CoreError::WouldDeadlock(why)
+        } else {
+            CoreError::Dead
+        }
+    }
+
+    /// The loop of a wait, from the lock (taken by [`lock_to_wait`], whose
+    /// check `wt`, the caller's worker if any, passed): `Some((lock,
+    /// panic))` once the group is idle, `None` if another thread closed it
+    /// meanwhile (which it does only once the group is idle).
+    ///
+    /// [`lock_to_wait`]: Self::lock_to_wait
     fn wait_locked<'a>(
         &'a self,
         mut g: Locked<'a>,
+        wt: Option<&WorkerThread>,
     ) -> Result<Option<(Locked<'a>, Option<Panic>)>, CoreError> {
         if g.inner().idle() {
             let panic = g.inner().panic.take();
             return Ok(Some((g, panic)));
         }
         let epoch = g.epoch;
-        let wt = WorkerThread::current();
-        if let Some(why) = wt.and_then(|wt| frame::stacked_on(wt, self)) {
-            return Err(CoreError::WouldDeadlock(why));
-        }
         {
             let inner = g.inner();
             if !inner.counted && wt.is_none_or(|wt| !ptr::eq(wt.info, inner.owner)) {
@@ -694,7 +727,6 @@ impl GroupCore {
             }
         }
         let here = wt.map_or(FramePtr(ptr::null()), FramePtr::of);
-        let mut checked_elsewhere = false;
         loop {
             let inner = g.inner();
             if !inner.queue.is_empty() {
@@ -737,14 +769,6 @@ impl GroupCore {
             // might be the very worker that a task of the group is placed
             // on.
             if let Some(wt) = wt {
-                // About to wait for work other threads run: refuse if it is
-                // stacked, on another worker, over what this wait holds up.
-                if !checked_elsewhere {
-                    checked_elsewhere = true;
-                    if let Some(why) = frame::stacked_elsewhere(wt, self) {
-                        return Err(CoreError::WouldDeadlock(why));
-                    }
-                }
                 let latch = WorkerLatch::new(wt, true);
                 inner.latches.push(WaiterLatch(&latch));
                 drop(g);

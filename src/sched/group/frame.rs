@@ -14,13 +14,19 @@
 //!   tasks, or from work that such a task waits for (a frame of the group
 //!   in the chain), or from work this worker took while a task or batch of
 //!   the group waited lower on its stack (an entry of the group in the
-//!   list), is refused with [`WouldDeadlock`](super::WouldDeadlock).
+//!   list), or from work that such a task or batch waits for on another
+//!   worker (reached through the batches the caller's work belongs to), is
+//!   refused with [`WouldDeadlock`](super::WouldDeadlock) (`walk.rs`).
 //!
 //! Rust's `join` and `install` do not carry frames to the thread that
 //! runs their work (that would cost every join a word); the C API's join
 //! and its entries into a pool do ([`join_carrying_frame`],
 //! [`install_carrying_frame`]), so a C wait from a stolen branch of a
 //! group's task is refused too.
+//!
+//! A frame also names the node below it on the list of the worker that
+//! runs its work, so that the walk of a wait from work that the frame's
+//! work waits for (on any thread) finds what that worker holds below it.
 //!
 //! Frames and entries live on the stacks of the functions that run the
 //! work. A frame's parent belongs to work that waits for the frame's work
@@ -48,17 +54,42 @@ pub(crate) struct Frame {
     pub(crate) batch: *const Batch,
     /// The frame of the work that waits for this one, or null.
     pub(crate) parent: *const Frame,
+    /// What the worker that runs this frame's work held lower on its stack
+    /// when the frame started (the head of its entered groups then, or
+    /// null): work that waits for this frame's work, also when the frame is
+    /// carried to another thread (a stolen C join branch) or the frame's
+    /// task belongs to no batch, where no batch's node leads there.
+    pub(crate) below: *const Entered,
+}
+
+impl Frame {
+    /// A frame starting on `wt`, the calling thread's worker.
+    #[inline(always)]
+    pub(crate) fn new(
+        wt: &WorkerThread,
+        group: *const GroupCore,
+        batch: *const Batch,
+        parent: *const Frame,
+    ) -> Frame {
+        Frame {
+            group,
+            batch,
+            parent,
+            below: wt.group_entered.get(),
+        }
+    }
 }
 
 /// One group on a thread's list of entered groups: a node on the stack of
 /// the function that runs the group's task or batch.
 pub(crate) struct Entered {
-    group: *const GroupCore,
+    pub(super) group: *const GroupCore,
     /// The frame of the work this node stands for: the task's own frame, or
     /// for a batch the frame of the wait that runs it (the work that waits
     /// for it); null when none.
-    frame: *const Frame,
-    below: *const Entered,
+    pub(super) frame: *const Frame,
+    /// The node of the work below on the same thread's stack, or null.
+    pub(super) below: *const Entered,
 }
 
 /// A frame pointer carried to the thread that runs the child work.
@@ -165,104 +196,6 @@ pub(crate) fn entered_head(wt: &WorkerThread) -> *const Entered {
     wt.group_entered.get()
 }
 
-/// Where a wait for `group` from `wt` would stand, if it could never end
-/// for what this thread itself holds: a frame of the group in the caller's
-/// chain (one of its tasks, or work such a task waits for), or the group's
-/// task or batch lower on this thread's stack. Linear in their depth: every
-/// wait for a busy group asks.
-pub(crate) fn stacked_on(wt: &WorkerThread, group: &GroupCore) -> Option<super::WouldDeadlock> {
-    let group: *const GroupCore = group;
-    if FramePtr::of(wt).chain().any(|f| f.group == group) {
-        return Some(super::WouldDeadlock::InsideOwnTask);
-    }
-    let mut p = wt.group_entered.get();
-    // SAFETY: every node in the list is a local of a `with_entered` call
-    // still running on this thread (each unlinks its node before the node
-    // goes out of scope, also on unwinding), so it is alive.
-    while let Some(node) = unsafe { p.as_ref() } {
-        if node.group == group {
-            return Some(super::WouldDeadlock::StackedOnGroup);
-        }
-        p = node.below;
-    }
-    None
-}
-
-/// Most frames and nodes [`stacked_elsewhere`] looks at: a bound on the
-/// walk, far above the nesting of real programs.
-const WALK_BUDGET: u32 = 4096;
-
-/// Most batches [`stacked_elsewhere`] follows.
-const WALK_BATCHES: usize = 64;
-
-/// Where a wait for `group` from `wt` would stand, if it could never end
-/// for what *other* threads hold: the batches the caller's work runs in
-/// (its frames', and those of the work lower on this thread's stack) run
-/// on other workers, on top of what those workers hold lower on their
-/// stacks (taken while they waited); a batch of `group` there, or a task
-/// of it, cannot end before the batch above it does, which waits for the
-/// caller. So, transitively, through each batch's node in its runner's
-/// entered list, each batch once. Asked only before a wait blocks on work
-/// that other threads run (rare), after [`stacked_on`].
-pub(crate) fn stacked_elsewhere(
-    wt: &WorkerThread,
-    group: &GroupCore,
-) -> Option<super::WouldDeadlock> {
-    let group: *const GroupCore = group;
-    let mut budget = WALK_BUDGET;
-    let mut todo: Vec<*const Batch> = Vec::new();
-    let mut seen: Vec<*const Batch> = Vec::new();
-    // A frame chain: whether it has a frame of `group` (`Some(true)`), the
-    // batches it runs in (into `todo`); `None` when the budget ran out.
-    let frames = |start: *const Frame, todo: &mut Vec<*const Batch>, budget: &mut u32| {
-        for f in FramePtr(start).chain() {
-            *budget = budget.checked_sub(1)?;
-            if f.group == group {
-                return Some(true);
-            }
-            if !f.batch.is_null() {
-                todo.push(f.batch);
-            }
-        }
-        Some(false)
-    };
-    let stacked = Some(super::WouldDeadlock::StackedOnGroup);
-    // The caller's own chain has no frame of `group` (`stacked_on`).
-    frames(wt.group_frame.get(), &mut todo, &mut budget)?;
-    let mut node = wt.group_entered.get();
-    // SAFETY: as in `stacked_on`.
-    while let Some(n) = unsafe { node.as_ref() } {
-        if frames(n.frame, &mut todo, &mut budget)? {
-            return stacked;
-        }
-        node = n.below;
-    }
-    while let Some(batch) = todo.pop() {
-        if seen.contains(&batch) {
-            continue;
-        }
-        if seen.len() == WALK_BATCHES {
-            return None;
-        }
-        seen.push(batch);
-        // SAFETY: a batch named by a frame of running work, or reached from
-        // one, runs while that work does (it waits for it), so it is alive;
-        // so are the nodes of its runner's list below its own (locals of
-        // calls its runner cannot return from before the batch ends), which
-        // are never written after they are linked.
-        let mut node = unsafe { (*batch).entered() };
-        // SAFETY: as above.
-        while let Some(n) = unsafe { node.as_ref() } {
-            budget = budget.checked_sub(1)?;
-            if n.group == group || frames(n.frame, &mut todo, &mut budget)? {
-                return stacked;
-            }
-            node = n.below;
-        }
-    }
-    None
-}
-
 /// Runs `f` on a worker of `pool` (as [`ThreadPool::install`]) in a frame
 /// whose parent is the caller's innermost frame, so that a wait for a
 /// group from `f` is refused when the caller is one of its tasks.
@@ -273,11 +206,7 @@ pub(crate) fn install_carrying_frame<R: Send>(
     let parent = FramePtr::current();
     pool.registry.in_worker(move |wt, _| {
         let parent = parent;
-        let frame = Frame {
-            group: ptr::null(),
-            batch: ptr::null(),
-            parent: parent.0,
-        };
+        let frame = Frame::new(wt, ptr::null(), ptr::null(), parent.0);
         with_frame(wt, &frame, f)
     })
 }

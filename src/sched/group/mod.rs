@@ -6,13 +6,15 @@
 //! |---|---|
 //! | the state of a group, spawn, wait, close | `core.rs` |
 //! | a wait's batch: running queued tasks | `batch.rs` |
-//! | frames: which group's task is running, stacked waits | `frame.rs` |
+//! | frames: which group's task is running, and what it waits on | `frame.rs` |
+//! | refusing waits that could never end: the walk over frames | `walk.rs` |
 //! | a task, kept inline when small | `task.rs` |
 
 mod batch;
 mod core;
 mod frame;
 mod task;
+mod walk;
 
 use std::fmt;
 use std::ptr::NonNull;
@@ -144,9 +146,9 @@ unsafe impl Send for TaskGroup {}
 unsafe impl Sync for TaskGroup {}
 
 /// Why [`TaskGroup::wait`] refused to wait: the wait could never end.
-/// The group is as it was (but for queued tasks of its that the wait may
-/// have run before it found a cycle through another worker's stack), and
-/// can still be waited for from elsewhere.
+/// The wait is refused before it does anything (it runs none of the
+/// group's queued tasks): the group is as it was, and can still be waited
+/// for from elsewhere.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WouldDeadlock {
@@ -309,10 +311,15 @@ impl TaskGroup {
 
 impl Drop for TaskGroup {
     /// Waits for the group's tasks (as [`wait`](Self::wait)) and frees it.
-    /// A drop whose wait would never end (see [`WouldDeadlock`]) leaves
-    /// the group's memory to its running tasks, and its queued tasks are
-    /// never run. A task's panic is propagated unless the thread is
-    /// panicking already.
+    /// A task's panic is propagated unless the thread is panicking
+    /// already.
+    ///
+    /// A drop whose wait would never end (see [`WouldDeadlock`]) returns
+    /// at once and leaks: its queued tasks are never run (nothing can wait
+    /// for them any more), so the group never becomes idle, and its memory
+    /// and its hold on the pool (the keep-alive count that [`new`](Self::new)
+    /// took) are never given back; the pool's threads then never exit,
+    /// even after the pool is dropped. Its running tasks finish.
     fn drop(&mut self) {
         // Refused (`Err`): the group's tasks still run and use the core,
         // which stays.
