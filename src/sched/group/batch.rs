@@ -130,7 +130,7 @@ pub(crate) struct Batch {
     /// The waiter's frame: the parent of the frames of the batch's tasks.
     parent: *const Frame,
     /// The batch's node in its runner's entered groups, over what the
-    /// runner holds lower on its stack (see `frame::stacked_elsewhere`).
+    /// runner holds lower on its stack (see `walk.rs`).
     entered: *const Entered,
 }
 

@@ -53,7 +53,7 @@
 //! waits for may be placed on it. A wait from work stacked on top of the
 //! group's own task or batch, on this thread or (through the batches the
 //! caller's work runs in) on the workers that run them, is refused
-//! (`frame.rs`), before the wait does anything: a refused wait runs none
+//! (`walk.rs`), before the wait does anything: a refused wait runs none
 //! of the group's tasks.
 
 use std::any::Any;
