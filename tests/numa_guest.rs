@@ -29,6 +29,10 @@ use terroir::numa::{
 use terroir::pool::{thread_node, NodeVec, Placement, SlabPool};
 use terroir::{Place, Policy, ThreadPoolBuilder};
 
+// Parallel loops (issue 17): the placed triad and static first touch.
+#[path = "numa_guest/loops.rs"]
+mod loops;
+
 /// The number of NUMA nodes the guest was booted with, or `None` outside the
 /// guest (then the caller should skip; see [`guest`]).
 ///

@@ -75,6 +75,7 @@
  */
 #define TERROIR_POOL_CONFIG_INIT { sizeof(terroir_pool_config), 0, 0, 0 }
 #define TERROIR_RECORD_OPTIONS_INIT { sizeof(terroir_record_options), 0, 0 }
+#define TERROIR_FOR_OPTIONS_INIT { sizeof(terroir_for_options), 0, 0, 0, NULL, 0 }
 
 
 // The major version of this header.
@@ -209,6 +210,21 @@ typedef enum terroir_report_format {
   TERROIR_REPORT_FORMAT_SVG = 4,
 } terroir_report_format;
 
+// How `terroir_parallel_for` splits its range (the `schedule` field of
+// `terroir_for_options`).
+typedef enum terroir_schedule {
+  // Adaptive (the default): the calling worker runs batch after batch
+  // and gives half of what is left to a worker that is idle; a loop on
+  // a busy pool costs about a sequential loop.
+  TERROIR_SCHEDULE_ADAPTIVE = 0,
+  // OpenMP's `schedule(static)`: one contiguous share per worker
+  // (workers in node order, or each node's share of the data range over
+  // that node's workers), worker `k` always running share `k` of a loop
+  // of the same length, so that a loop that first touches memory and a
+  // later loop over it touch the same pages from the same workers.
+  TERROIR_SCHEDULE_STATIC = 1,
+} terroir_schedule;
+
 // An opaque task-group handle (a key into terroir's handle table, like
 // `terroir_pool`).
 typedef struct terroir_group terroir_group;
@@ -256,6 +272,37 @@ typedef struct terroir_place {
   // Never run the task anywhere else (under the `LOCALITY` policies).
   bool strict;
 } terroir_place;
+
+// The body of a `terroir_parallel_for`: called with `begin < end`, a
+// sub-range of the loop's range, and the loop's `arg`, on any worker,
+// several at a time. It must not unwind (no C++ exception or `longjmp`
+// may leave it).
+typedef void (*terroir_range_fn)(size_t begin, size_t end, void *arg);
+
+// Options of `terroir_parallel_for` (NULL: the defaults, an adaptive
+// loop placed nowhere in particular). A struct that can grow: start from
+// `TERROIR_FOR_OPTIONS_INIT`, which sets `size`, then set fields.
+typedef struct terroir_for_options {
+  // `sizeof(terroir_for_options)` as the caller's header declares it.
+  size_t size;
+  // A `terroir_schedule` value.
+  uint32_t schedule;
+  // Nonzero: run each node's share of the data range only on that
+  // node's workers (under every policy); zero: a hint, which the
+  // `LOCALITY` policies honour.
+  uint32_t strict;
+  // Poll for split requests at least every `max_len` indices (0: no
+  // bound).
+  size_t max_len;
+  // The data the loop walks (NULL: none), index `begin` to `end` mapped
+  // linearly onto its `data_len` bytes. An allocation of
+  // `terroir_alloc_*` (the whole of it) is placed without a system
+  // call, a blocked one share by share on its nodes; other memory is
+  // placed on the node holding most of it (one page-location query).
+  const void *data;
+  // The length of `data` in bytes.
+  size_t data_len;
+} terroir_for_options;
 
 // Counts of a page migration (`terroir_migrate`).
 typedef struct terroir_migration {
@@ -388,6 +435,40 @@ int terroir_group_wait(struct terroir_group *group);
 // # Safety
 // Any pointer value is accepted: handles are never dereferenced.
 int terroir_group_destroy(struct terroir_group *group);
+
+// Calls `fn(begin, end, arg)` for sub-ranges that together cover
+// `begin .. end` exactly once, in parallel on `pool`, and returns when
+// all are done: OpenMP's `parallel for` (`schedule(static)` with
+// `TERROIR_SCHEDULE_STATIC`). Each call gets a batch of indices (at
+// least `grain` of them, unless fewer are left; about ten microseconds
+// of work or more under the adaptive schedule), so the function is
+// called once per batch, not once per index.
+//
+// `pool` NULL is the pool of the calling worker, or the global pool on a
+// thread outside every pool (which then blocks until the loop is done).
+// `grain` 0 means automatic. `begin == end` calls nothing. `options` may
+// be NULL (adaptive, no data range).
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`fn`; `options->data` NULL with a
+// nonzero `options->data_len`), `TERROIR_ERROR_INVALID_ARGUMENT`
+// (`begin > end`, `options->size` or `options->schedule` out of range, a
+// data range past the end of the address space),
+// `TERROIR_ERROR_ZERO_SIZE` (`options->data` with `data_len` 0),
+// `TERROIR_ERROR_INVALID_HANDLE` (`pool`).
+//
+// # Safety
+// `fn` must be safe to call with `arg` and any sub-range from any thread,
+// several at a time, until this function returns; `options` is NULL or
+// points to a `terroir_for_options` of `options->size` bytes;
+// `options->data` (when not NULL) is `data_len` bytes of memory of this
+// process.
+int terroir_parallel_for(struct terroir_pool *pool,
+                         size_t begin,
+                         size_t end,
+                         size_t grain,
+                         terroir_range_fn fn,
+                         void *arg,
+                         const struct terroir_for_options *options);
 
 // Allocates `size` bytes bound to NUMA node `node` (an OS node number)
 // before first touch: the pages land on `node` whichever thread writes

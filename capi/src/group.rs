@@ -73,7 +73,7 @@ pub struct TerroirPlace {
 }
 
 /// The Rust place for a C place on `pool`.
-fn to_place(pool: &ThreadPool, place: Option<&TerroirPlace>) -> Result<Place, Error> {
+pub(crate) fn to_place(pool: &ThreadPool, place: Option<&TerroirPlace>) -> Result<Place, Error> {
     let Some(p) = place else {
         return Ok(Place::anywhere());
     };

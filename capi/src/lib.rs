@@ -71,6 +71,14 @@
 //! run their work), which is how a wait from inside one of the group's own
 //! tasks is refused with `TERROIR_ERROR_WOULD_DEADLOCK`.
 //!
+//! # Parallel loops
+//!
+//! `terroir_parallel_for` is [`parallel_for`](terroir::iter::parallel_for)
+//! for a C function of a sub-range (`fn(begin, end, arg)`, one call per
+//! batch): adaptive or static schedule (OpenMP's `schedule(static)`, for
+//! first touch), and an optional data range that places the loop on the
+//! nodes its data is on (see `loops.rs`).
+//!
 //! # Recording and reports
 //!
 //! `terroir_record_start` and `terroir_record_stop` are
@@ -100,6 +108,7 @@
 mod error;
 mod group;
 mod handle;
+mod loops;
 mod memory;
 mod pool;
 mod report;
@@ -112,6 +121,7 @@ pub use group::{
     terroir_group_create, terroir_group_destroy, terroir_group_spawn, terroir_group_wait,
     TerroirGroup, TerroirPlace, TerroirPlaceKind,
 };
+pub use loops::{terroir_parallel_for, TerroirForOptions, TerroirRangeFn, TerroirSchedule};
 pub use memory::{
     terroir_alloc_interleaved, terroir_alloc_on_node, terroir_free, terroir_locate,
     terroir_migrate, TerroirMigration,

@@ -270,6 +270,22 @@ fn group_waits_from_workers_of_two_pools_end() {
     }
 }
 
+/// `terroir_parallel_for` (`tests/c/parallel_for.c`): every index once
+/// under both schedules, every grain, data ranges, nested loops, ranges
+/// ending at `SIZE_MAX`, and each bad input's error code.
+#[test]
+fn parallel_for_covers_each_index_once_and_refuses_bad_input() {
+    let exe = compile_shared("parallel_for", &["capi/tests/c/parallel_for.c"]);
+    let out = stdout(&run(
+        Command::new(&exe).arg("100003"),
+        Duration::from_secs(300),
+    ));
+    assert!(out.contains(" passed, 0 failed"), "{out}");
+    if let Some(out) = under_valgrind(&exe, &["2000"]) {
+        assert!(out.contains(" passed, 0 failed"), "{out}");
+    }
+}
+
 #[test]
 fn c_examples_compute_what_sequential_code_does() {
     /// An example: its name (also its source's), its arguments for a plain
@@ -294,6 +310,11 @@ fn c_examples_compute_what_sequential_code_does() {
             name: "health",
             args: &["4", "30", "2"],
             valgrind_args: &["3", "10", "1"],
+        },
+        Case {
+            name: "triad",
+            args: &["100003", "2"],
+            valgrind_args: &["2000", "1"],
         },
     ];
     for Case {
@@ -421,6 +442,7 @@ fn openmp_twins_compute_the_same() {
         ("fib_omp", &["20", "1"][..]),
         ("nqueens_omp", &["7", "1"]),
         ("health_omp", &["3", "10", "1"]),
+        ("triad_omp", &["100003", "1"]),
     ] {
         let exe = compile(name, &[&format!("examples/c/{name}.c")], &["-fopenmp"]);
         let out = stdout(&run(

@@ -7,7 +7,7 @@
 # times its own `RUNS` runs and prints the best), and prints a summary.
 #
 #   examples/c/bench.sh
-#   FIB_N=30 NQUEENS_N=12 HEALTH_LEVELS=6 HEALTH_STEPS=100 RUNS=5 examples/c/bench.sh
+#   FIB_N=30 NQUEENS_N=12 HEALTH_LEVELS=6 HEALTH_STEPS=100 TRIAD_N=16777216 RUNS=5 examples/c/bench.sh
 #
 # The library is built with RUSTFLAGS="-C llvm-args=-enable-tlsdesc" (TLS
 # descriptors: a thread-local read in libterroir.so costs two instructions
@@ -18,7 +18,9 @@
 # two tasks (examples/c/noop_join.c), to separate what the C program costs
 # from what terroir adds. group_cost.c and its twin time task groups on
 # one worker (GROUP_REPS groups of GROUP_TASKS no-op tasks, and as many
-# empty groups).
+# empty groups). triad.c (terroir_parallel_for, static schedule) and its
+# twin (`#pragma omp parallel for schedule(static)`) time a STREAM triad
+# over TRIAD_N doubles per array, first touched by the same schedule.
 #
 # Threads: TERROIR_NUM_THREADS and OMP_NUM_THREADS (default: one per CPU,
 # for both). Honours CARGO_TARGET_DIR, CC (terroir builds) and OMP_CC
@@ -33,6 +35,7 @@ HEALTH_STEPS=${HEALTH_STEPS:-100}
 RUNS=${RUNS:-3}
 GROUP_REPS=${GROUP_REPS:-1000000}
 GROUP_TASKS=${GROUP_TASKS:-4}
+TRIAD_N=${TRIAD_N:-16777216}
 CC=${CC:-cc}
 OMP_CC=${OMP_CC:-gcc}
 
@@ -52,7 +55,7 @@ CLIB=$OUT/prefix/lib
 scripts/install-c.sh --prefix "$OUT/prefix" --no-build 2>/dev/null
 
 echo "== compiling into $OUT"
-for p in fib nqueens health group_cost; do
+for p in fib nqueens health group_cost triad; do
   "$CC" -O2 -Wall -Wextra -I capi/include "examples/c/$p.c" -L "$CLIB" -lterroir -Wl,-rpath,"$CLIB" -o "$OUT/$p"
   "$OMP_CC" -O2 -Wall -Wextra -fopenmp "examples/c/${p}_omp.c" -o "$OUT/${p}_omp"
 done
@@ -91,6 +94,8 @@ run nqueens_c "$OUT/nqueens" "$NQUEENS_N" "$RUNS"
 run nqueens_omp "$OUT/nqueens_omp" "$NQUEENS_N" "$RUNS"
 run health_c "$OUT/health" "$HEALTH_LEVELS" "$HEALTH_STEPS" "$RUNS"
 run health_omp "$OUT/health_omp" "$HEALTH_LEVELS" "$HEALTH_STEPS" "$RUNS"
+run triad_c "$OUT/triad" "$TRIAD_N" "$RUNS"
+run triad_omp "$OUT/triad_omp" "$TRIAD_N" "$RUNS"
 
 if grep -qv ' ok$' "$results"; then
   echo "bench: a result differs from the sequential one:" >&2
@@ -106,6 +111,7 @@ printf '%-34s %10s %10s %s\n' workload terroir libgomp "libgomp/terroir"
 printf '%-34s %10s %10s %s\n' "fib($FIB_N), task per call" "$(t fib_c)" "$(t fib_omp)" "$(ratio "$(t fib_omp)" "$(t fib_c)")x"
 printf '%-34s %10s %10s %s\n' "nqueens($NQUEENS_N), task per column" "$(t nqueens_c)" "$(t nqueens_omp)" "$(ratio "$(t nqueens_omp)" "$(t nqueens_c)")x"
 printf '%-34s %10s %10s %s\n' "health($HEALTH_LEVELS levels, $HEALTH_STEPS steps)" "$(t health_c)" "$(t health_omp)" "$(ratio "$(t health_omp)" "$(t health_c)")x"
+printf '%-34s %10s %10s %s\n' "triad($TRIAD_N), parallel for static" "$(t triad_c)" "$(t triad_omp)" "$(ratio "$(t triad_omp)" "$(t triad_c)")x"
 echo
 echo "fib($FIB_N): terroir C (libterroir.so) / terroir Rust join = $(ratio "$(t fib_c)" "$(t fib_rust)")x" \
   "($(t fib_c) s vs $(t fib_rust) s)"

@@ -1,7 +1,7 @@
 //! [`parallel_for`]: a loop over a range of indices whose body gets
 //! sub-ranges, with a schedule, bounds and an optional data place: the
 //! shape of OpenMP's `parallel for`, and what the C API's
-//! `terroir_parallel_for` (issue 17, not written yet) is to wrap.
+//! `terroir_parallel_for` (terroir-capi, `capi/src/loops.rs`) wraps.
 
 use std::ops::Range;
 
