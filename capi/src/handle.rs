@@ -526,9 +526,11 @@ mod threaded_tests {
         let (threads, rounds) = if cfg!(miri) { (3, 12) } else { (8, 2000) };
         // A handle every thread looks up while its owner destroys it.
         let shared = T.insert(|h| vec![h as u64]).unwrap();
-        std::thread::scope(|s| {
-            for t in 0..threads {
-                s.spawn(move || {
+        // Plain spawns, not a scope: `join` waits for a thread's exit,
+        // thread-locals included (a scope may end before them).
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                std::thread::spawn(move || {
                     let mut mine = Vec::new();
                     for r in 0..rounds {
                         let h = T.insert(|h| vec![h as u64, t, r]).unwrap();
@@ -554,10 +556,13 @@ mod threaded_tests {
                         assert_eq!(T.remove(h).unwrap()[1], t);
                         assert!(T.remove(h).is_err());
                     }
-                });
-            }
-            assert_eq!(T.remove(shared).unwrap()[0], shared as u64);
-        });
+                })
+            })
+            .collect();
+        assert_eq!(T.remove(shared).unwrap()[0], shared as u64);
+        for h in handles {
+            h.join().unwrap();
+        }
         assert!(T.get(shared).is_err());
         // The exited threads gave the slots they kept back to the table
         // (`shared`'s is in this thread's list).
