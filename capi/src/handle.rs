@@ -510,3 +510,67 @@ mod tests {
         assert_eq!(g.items.capacity(), cap);
     }
 }
+
+/// Handles used from several threads at once (plain threads: no pool, so
+/// under Miri too, `scripts/miri.sh`): creations, lookups of live, stale
+/// and garbage handles, and removals race, and threads exit with free
+/// slots in their own lists, which go back to the table.
+#[cfg(test)]
+mod threaded_tests {
+    use super::*;
+
+    #[test]
+    fn threads_race_on_live_stale_and_garbage_handles() {
+        thread_local!(static FREE: LocalFree = const { LocalFree::new() });
+        static T: HandleTable<Vec<u64>> = HandleTable::new("raced", &FREE);
+        let (threads, rounds) = if cfg!(miri) { (3, 12) } else { (8, 2000) };
+        // A handle every thread looks up while its owner destroys it.
+        let shared = T.insert(|h| vec![h as u64]).unwrap();
+        // Plain spawns, not a scope: `join` waits for a thread's exit,
+        // thread-locals included (a scope may end before them).
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let mut mine = Vec::new();
+                    for r in 0..rounds {
+                        let h = T.insert(|h| vec![h as u64, t, r]).unwrap();
+                        mine.push(h);
+                        // Live: the object carries its own handle.
+                        assert_eq!(T.get(h).unwrap()[0], h as u64);
+                        if let Ok(v) = T.get(shared) {
+                            assert_eq!(v[0], shared as u64);
+                        }
+                        for garbage in [0, usize::MAX, h ^ (1 << 40), h + 1] {
+                            if let Ok(v) = T.get(garbage) {
+                                // Another thread's live handle, by chance.
+                                assert_eq!(v[0], garbage as u64);
+                            }
+                        }
+                        if r % 3 == 2 {
+                            let old = mine.remove(0);
+                            assert_eq!(T.remove(old).unwrap()[0], old as u64);
+                            assert!(T.get(old).is_err(), "stale handle {old:#x}");
+                        }
+                    }
+                    for h in mine {
+                        assert_eq!(T.remove(h).unwrap()[1], t);
+                        assert!(T.remove(h).is_err());
+                    }
+                })
+            })
+            .collect();
+        assert_eq!(T.remove(shared).unwrap()[0], shared as u64);
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert!(T.get(shared).is_err());
+        // The exited threads gave the slots they kept back to the table
+        // (`shared`'s is in this thread's list).
+        // Every slot ever taken is free again: in the table's list, or
+        // (one) in this thread's.
+        let mine = FREE.with(|l| l.len.get());
+        assert_eq!(mine, 1);
+        let list = T.slots.table.free.lock().unwrap();
+        assert_eq!(list.free.len() + mine, list.next);
+    }
+}

@@ -270,3 +270,184 @@ impl Latch for CountLatch {
         }
     }
 }
+
+/// The latches that need no worker, with plain threads: no system call,
+/// so under Miri too (`scripts/miri.sh`), which checks that a job's result
+/// reaches the waiter through the latch (its data-race detector) and that
+/// a setter does not touch a latch its waiter may already have freed.
+/// [`WorkerLatch`] needs a worker and its registry: its state machine is
+/// [`LatchState`], tested here, and loom models it with the sleep protocol.
+#[cfg(test)]
+mod tests {
+    use std::cell::UnsafeCell;
+    use std::thread;
+
+    use super::*;
+
+    /// A value written without atomics before a latch is set and read
+    /// after it is seen set: a data race unless the latch orders them.
+    struct Slot(UnsafeCell<u64>);
+    // SAFETY: the tests order every access through a latch.
+    unsafe impl Sync for Slot {}
+
+    impl Slot {
+        fn new() -> Slot {
+            Slot(UnsafeCell::new(0))
+        }
+        fn ptr(&self) -> *mut u64 {
+            self.0.get()
+        }
+    }
+
+    /// A latch's address, for a setter thread that outlives the latch.
+    struct Shared<T>(*const T);
+    // SAFETY: the latches pointed to are Sync; the tests keep them alive
+    // until they are set.
+    unsafe impl<T: Sync> Send for Shared<T> {}
+    impl<T> Shared<T> {
+        fn get(&self) -> *const T {
+            self.0
+        }
+    }
+
+    const ROUNDS: usize = if cfg!(miri) { 8 } else { 500 };
+
+    #[test]
+    fn latch_state_hands_over_with_a_sleeping_owner() {
+        for round in 0..ROUNDS {
+            let state = LatchState::new();
+            let slot = Slot::new();
+            thread::scope(|s| {
+                let owner = s.spawn(|| {
+                    while !state.probe() {
+                        if state.get_sleepy() {
+                            // Spurious wake-ups allowed: the loop rechecks.
+                            thread::park();
+                            state.wake_up();
+                        }
+                    }
+                    // SAFETY: written before the SET we saw (Acquire).
+                    unsafe { *slot.ptr() }
+                });
+                let owner_thread = owner.thread().clone();
+                // SAFETY: the owner reads only after it sees SET.
+                unsafe { *slot.ptr() = round as u64 + 1 };
+                if state.set() {
+                    owner_thread.unpark();
+                }
+                assert_eq!(owner.join().unwrap(), round as u64 + 1);
+            });
+            assert!(state.probe());
+            // Set is final: neither the owner's moves nor a second set undo it.
+            assert!(!state.get_sleepy());
+            state.wake_up();
+            assert!(!state.set());
+            assert!(state.probe());
+        }
+    }
+
+    #[test]
+    fn latch_state_transitions() {
+        let state = LatchState::new();
+        assert!(!state.probe());
+        assert!(state.get_sleepy());
+        // SLEEPING: a setter must wake the owner.
+        assert!(!state.probe());
+        state.wake_up();
+        assert!(state.get_sleepy());
+        assert!(state.set(), "set on a sleeping owner reports it");
+        assert!(state.probe());
+        let state = LatchState::new();
+        assert!(!state.set(), "set on an awake owner needs no wake-up");
+        assert!(!state.get_sleepy(), "an owner must not park on a set latch");
+    }
+
+    #[test]
+    fn lock_latch_is_freed_by_its_waiter_right_after_set() {
+        for round in 0..ROUNDS {
+            // The waiter frees the latch the moment it returns, while the
+            // setter may still be in `set`: a setter that touched the latch
+            // after the waiter can see it set would be a use after free.
+            let latch: *const LockLatch = Box::into_raw(Box::default());
+            let slot = Slot::new();
+            thread::scope(|s| {
+                let (shared, slot) = (Shared(latch), &slot);
+                s.spawn(move || {
+                    // SAFETY: the waiter reads only after the latch is set.
+                    unsafe { *slot.ptr() = round as u64 };
+                    // SAFETY: the latch is alive until it is set.
+                    unsafe { LockLatch::set(shared.get()) };
+                });
+                // SAFETY: from `Box::into_raw` above, freed only below.
+                unsafe { (*latch).wait_and_reset() };
+                // SAFETY: set; the setter no longer touches it.
+                drop(unsafe { Box::from_raw(latch.cast_mut()) });
+                // SAFETY: written before the set we waited for.
+                assert_eq!(unsafe { *slot.ptr() }, round as u64);
+            });
+        }
+    }
+
+    #[test]
+    fn count_latch_waits_for_every_job() {
+        let jobs = if cfg!(miri) { 4 } else { 16 };
+        for _ in 0..ROUNDS / 2 {
+            // Freed by the waiter as soon as the count reaches zero (see
+            // the test above).
+            let latch: *const CountLatch = Box::into_raw(Box::new(CountLatch {
+                counter: AtomicUsize::new(1),
+                kind: CountLatchKind::Blocking(LockLatch::default()),
+            }));
+            let slots: Vec<Slot> = (0..jobs).map(|_| Slot::new()).collect();
+            thread::scope(|s| {
+                for (i, slot) in slots.iter().enumerate() {
+                    // SAFETY: alive until the count reaches zero, below.
+                    unsafe { (*latch).increment() };
+                    let shared = Shared(latch);
+                    s.spawn(move || {
+                        // SAFETY: read only after the count reaches zero.
+                        unsafe { *slot.ptr() = i as u64 + 1 };
+                        // SAFETY: alive until the count reaches zero.
+                        unsafe { CountLatch::set(shared.get()) };
+                    });
+                }
+                // The scope's own body.
+                // SAFETY: as above.
+                unsafe { CountLatch::set(latch) };
+                // SAFETY: as above.
+                unsafe { (*latch).wait(None) };
+                // SAFETY: the count is zero: no job touches it any more.
+                let latch = unsafe { Box::from_raw(latch.cast_mut()) };
+                assert_eq!(latch.counter.load(Ordering::Relaxed), 0);
+                drop(latch);
+                for (i, slot) in slots.iter().enumerate() {
+                    // SAFETY: every job set the latch after its write.
+                    assert_eq!(unsafe { *slot.ptr() }, i as u64 + 1);
+                }
+            });
+        }
+    }
+
+    #[test]
+    fn stack_job_result_reaches_its_owner_through_the_latch() {
+        use crate::sched::job::StackJob;
+        for round in 0..ROUNDS {
+            let job = StackJob::new(
+                move |stolen: bool| {
+                    assert!(stolen);
+                    vec![round; 3]
+                },
+                LockLatch::default(),
+            );
+            let job_ref = job.as_job_ref();
+            // SAFETY: executed once; `job` stays in place until its latch
+            // is set.
+            let thief = thread::spawn(move || unsafe { job_ref.execute() });
+            job.latch.wait_and_reset();
+            // Moved (its frame reused) while the thief may still be
+            // returning from `execute`.
+            assert_eq!(job.into_result(), vec![round; 3]);
+            thief.join().unwrap();
+        }
+    }
+}

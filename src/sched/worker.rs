@@ -10,7 +10,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
 use super::group::{Entered, Frame};
 use super::job::{JobFifo, JobRef};
-use super::join::PrivateJob;
+use super::join::PrivateList;
 use super::policy::{Policy, Seat, Victim};
 use super::record::{Label, Slot, WorkerRec};
 use super::registry::Registry;
@@ -53,8 +53,8 @@ pub(crate) struct WorkerThread {
     /// The FIFO of this worker's global `spawn_fifo`s (their stand-ins go
     /// on `deque`).
     pub(super) fifo: JobFifo,
-    /// Newest private continuation (head of the `PrivateJob` list).
-    pub(super) private_head: Cell<*const PrivateJob>,
+    /// The private `join` continuations, newest first.
+    pub(super) private: PrivateList,
     pub(super) searching: Cell<bool>,
     /// Set by a look that left another node's hint for later (its node
     /// looked about to take it, [`HintSteal::Later`], or had a worker
@@ -149,7 +149,7 @@ impl WorkerThread {
         WorkerThread {
             deque,
             fifo: JobFifo::new(),
-            private_head: Cell::new(std::ptr::null()),
+            private: PrivateList::new(),
             searching: Cell::new(false),
             look_again: Cell::new(None),
             look_now: Cell::new(0),
@@ -398,12 +398,8 @@ impl WorkerThread {
         if !self.deque.is_empty() {
             return true;
         }
-        // SAFETY: a linked node lives in the frame of a `join` of this
-        // thread that has not returned (it unlinks its node first).
-        let newest = unsafe { self.private_head.get().as_ref() };
-        // Promoted continuations are the oldest end of the list: if the
-        // newest is promoted, all are (on the deque, or taken by others).
-        newest.is_some_and(|node| !node.was_promoted())
+        // Promoted continuations are on the deque, or taken by others.
+        self.private.has_private()
     }
 
     /// Asks the nearest busy worker without a pending request to expose a

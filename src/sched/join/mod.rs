@@ -11,7 +11,7 @@ mod private;
 mod split;
 
 pub use context::{join_context, FnContext};
-pub(crate) use private::PrivateJob;
+pub(crate) use private::{PrivateJob, PrivateList};
 pub(crate) use split::{join_to, To};
 
 use super::job::StackJob;

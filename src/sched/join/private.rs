@@ -36,13 +36,80 @@ impl PrivateJob {
     }
 }
 
+/// The list of a worker's private continuations (head: the newest), a
+/// stack that follows the worker's call stack. Apart from
+/// [`WorkerThread`] so that its pointer handling can be tested on its own
+/// (under Miri too, where a worker cannot start: see the tests below).
+pub(crate) struct PrivateList {
+    head: Cell<*const PrivateJob>,
+}
+
+impl PrivateList {
+    /// An empty list.
+    #[inline(always)]
+    pub(crate) const fn new() -> Self {
+        PrivateList {
+            head: Cell::new(std::ptr::null()),
+        }
+    }
+
+    /// Links `node` as the newest private continuation. It must stay in
+    /// place until [`pop`](Self::pop) unlinks it.
+    #[inline(always)]
+    pub(crate) fn push(&self, node: &mut PrivateJob) {
+        node.prev = self.head.get();
+        self.head.set(node);
+    }
+
+    /// Unlinks `node`, the newest private continuation (see
+    /// [`WorkerThread::pop_private`] for why it is the newest).
+    #[inline(always)]
+    pub(crate) fn pop(&self, node: &PrivateJob) {
+        if cfg!(debug_assertions) && !std::ptr::eq(self.head.get(), node) {
+            private_list_broken();
+        }
+        self.head.set(node.prev);
+    }
+
+    /// Whether the newest node is still private (promoted nodes are the
+    /// oldest end of the list: if the newest is promoted, all are).
+    #[inline]
+    pub(crate) fn has_private(&self) -> bool {
+        // SAFETY: a linked node lives in the frame of a `join` of this
+        // thread that has not returned (it unlinks its node first).
+        let newest = unsafe { self.head.get().as_ref() };
+        newest.is_some_and(|node| !node.was_promoted())
+    }
+
+    /// Marks the oldest node that is still private as promoted and returns
+    /// its job, for the caller to publish; `None` when all are promoted.
+    #[inline]
+    pub(crate) fn promote_oldest(&self) -> Option<JobRef> {
+        // Promoted nodes form the oldest end of the list: walk to the
+        // oldest one that is still private.
+        let mut oldest: Option<&PrivateJob> = None;
+        let mut p = self.head.get();
+        // SAFETY: every node of the list lives in the frame of a `join` of
+        // this thread that has not returned (it unlinks its node first).
+        while let Some(node) = unsafe { p.as_ref() } {
+            if node.promoted.get() {
+                break;
+            }
+            oldest = Some(node);
+            p = node.prev;
+        }
+        let node = oldest?;
+        node.promoted.set(true);
+        Some(node.job)
+    }
+}
+
 impl WorkerThread {
     /// Links `node` as the newest private continuation. It must stay in
     /// place until [`WorkerThread::pop_private`] unlinks it.
     #[inline(always)]
     pub(crate) fn push_private(&self, node: &mut PrivateJob) {
-        node.prev = self.private_head.get();
-        self.private_head.set(node);
+        self.private.push(node);
     }
 
     /// Unlinks `node`, the newest private continuation.
@@ -66,10 +133,7 @@ impl WorkerThread {
     /// `join`'s frame while a thief runs its promoted `b`.
     #[inline(always)]
     pub(crate) fn pop_private(&self, node: &PrivateJob) {
-        if cfg!(debug_assertions) && !std::ptr::eq(self.private_head.get(), node) {
-            private_list_broken();
-        }
-        self.private_head.set(node.prev);
+        self.private.pop(node);
     }
 
     /// Serves a thief's request, if any, by promoting the oldest private
@@ -90,23 +154,9 @@ impl WorkerThread {
     #[inline(never)]
     pub(super) fn promote(&self) -> bool {
         self.info().request.store(false, Ordering::Relaxed);
-        // Promoted nodes form the oldest end of the list: walk to the
-        // oldest one that is still private.
-        let mut oldest: Option<&PrivateJob> = None;
-        let mut p = self.private_head.get();
-        // SAFETY: every node of the list lives in the frame of a `join` of
-        // this thread that has not returned (it unlinks its node first).
-        while let Some(node) = unsafe { p.as_ref() } {
-            if node.promoted.get() {
-                break;
-            }
-            oldest = Some(node);
-            p = node.prev;
-        }
-        match oldest {
-            Some(node) => {
-                node.promoted.set(true);
-                self.push(node.job);
+        match self.private.promote_oldest() {
+            Some(job) => {
+                self.push(job);
                 #[cfg(test)]
                 crate::sched::unwind::hooks::fire(
                     &crate::sched::unwind::hooks::PANIC_IN_PROMOTE,
@@ -129,4 +179,168 @@ fn private_list_broken() -> ! {
         "private join continuations unlinked out of order \
          (a `join` frame ended without unlinking its node)",
     )
+}
+
+/// The list on its own, with plain threads in the place of thieves: no
+/// worker, so no system call, and so under Miri too (`scripts/miri.sh`),
+/// which checks the pointer handling through the `join` frames and that a
+/// promoted job's result reaches its owner through the latch.
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+    use crate::sched::job::StackJob;
+    use crate::sched::latch::LockLatch;
+
+    /// What a thief does with a promoted job: runs it on another thread.
+    struct Thief {
+        jobs: Option<mpsc::Sender<JobRef>>,
+        thread: Option<std::thread::JoinHandle<usize>>,
+    }
+
+    impl Thief {
+        fn start() -> Thief {
+            let (tx, rx) = mpsc::channel::<JobRef>();
+            let thread = std::thread::spawn(move || {
+                let mut ran = 0;
+                for job in rx {
+                    // SAFETY: each promoted job is sent once, and its owner
+                    // keeps it alive until its latch is set.
+                    unsafe { job.execute() };
+                    ran += 1;
+                }
+                ran
+            });
+            Thief {
+                jobs: Some(tx),
+                thread: Some(thread),
+            }
+        }
+
+        fn steal(&self, job: JobRef) {
+            self.jobs.as_ref().unwrap().send(job).unwrap();
+        }
+
+        fn stop(mut self) -> usize {
+            drop(self.jobs.take());
+            self.thread.take().unwrap().join().unwrap()
+        }
+    }
+
+    /// `join`'s shape on `list`: link `b`'s node, maybe promote the oldest
+    /// private node to `thief` (`promote_at` counts down the calls), run
+    /// `a` (which recurses), unlink, and run `b` here or wait for it.
+    fn join_like(list: &PrivateList, thief: &Thief, depth: u32, promote_at: &Cell<u32>) -> u64 {
+        if depth == 0 {
+            return 1;
+        }
+        let job_b = StackJob::new(
+            |_stolen: bool| u64::from(depth) * 1000,
+            LockLatch::default(),
+        );
+        let mut node = PrivateJob::new(job_b.as_job_ref());
+        list.push(&mut node);
+        let n = promote_at.get();
+        promote_at.set(n.wrapping_sub(1));
+        if n == 0 {
+            let job = list.promote_oldest().expect("a private node to promote");
+            thief.steal(job);
+        }
+        let ra = join_like(list, thief, depth - 1, promote_at);
+        list.pop(&node);
+        let rb = if node.was_promoted() {
+            job_b.latch.wait_and_reset();
+            job_b.into_result()
+        } else {
+            job_b.run_inline(false)
+        };
+        ra + rb
+    }
+
+    #[test]
+    fn promotes_oldest_first_and_unlinks_newest_first() {
+        let jobs: Vec<_> = (0..3)
+            .map(|i| StackJob::new(move |_: bool| i, LockLatch::default()))
+            .collect();
+        let list = PrivateList::new();
+        assert!(!list.has_private());
+        assert!(list.promote_oldest().is_none());
+        // One `JobRef` per job, compared with what the list gives back: two
+        // `as_job_ref` calls may give different function addresses for the
+        // same function (Miri makes them differ; `JobRef::same`'s caller in
+        // `join_context` compares copies of one value, as here).
+        let refs: Vec<_> = jobs.iter().map(|j| j.as_job_ref()).collect();
+        let mut nodes: Vec<_> = refs.iter().map(|&r| PrivateJob::new(r)).collect();
+        for node in &mut nodes {
+            list.push(node);
+        }
+        assert!(list.has_private());
+        for (i, &job) in refs.iter().enumerate() {
+            let promoted = list.promote_oldest().expect("a private node");
+            assert!(JobRef::same(promoted, job), "node {i}");
+            assert!(nodes[i].was_promoted());
+        }
+        assert!(list.promote_oldest().is_none());
+        assert!(!list.has_private());
+        for node in nodes.iter().rev() {
+            list.pop(node);
+        }
+        assert!(!list.has_private());
+        // A node linked after promotions is private again, and found
+        // before the promoted ones' end.
+        let mut late = PrivateJob::new(refs[0]);
+        list.push(&mut nodes[0]);
+        list.push(&mut late);
+        assert!(list.has_private());
+        assert!(list.promote_oldest().is_some());
+        assert!(late.was_promoted() && nodes[0].was_promoted());
+        list.pop(&late);
+        list.pop(&nodes[0]);
+        for job in &jobs {
+            assert!(job.run_inline(false) < 3);
+        }
+    }
+
+    #[test]
+    fn promoted_continuations_run_elsewhere_while_their_frames_wait() {
+        let depth = if cfg!(miri) { 6 } else { 40 };
+        let expected: u64 = 1 + (1..=u64::from(depth)).map(|d| d * 1000).sum::<u64>();
+        for promote_at in [0, 1, depth / 2, depth - 1, u32::MAX] {
+            let thief = Thief::start();
+            let list = PrivateList::new();
+            let sum = join_like(&list, &thief, depth, &Cell::new(promote_at));
+            assert_eq!(sum, expected, "promoting at call {promote_at}");
+            assert!(!list.has_private());
+            assert_eq!(thief.stop(), usize::from(promote_at < depth));
+        }
+    }
+
+    #[test]
+    fn every_frame_promoted_in_turn() {
+        // Promote at every call: each promotion takes the oldest node that
+        // is still private, so all `depth` nodes go to the thief.
+        fn all(list: &PrivateList, thief: &Thief, depth: u32) -> u64 {
+            if depth == 0 {
+                return 0;
+            }
+            let job_b = StackJob::new(move |_: bool| u64::from(depth), LockLatch::default());
+            let mut node = PrivateJob::new(job_b.as_job_ref());
+            list.push(&mut node);
+            thief.steal(list.promote_oldest().expect("the node just linked"));
+            let ra = all(list, thief, depth - 1);
+            list.pop(&node);
+            assert!(node.was_promoted());
+            job_b.latch.wait_and_reset();
+            ra + job_b.into_result()
+        }
+        let depth = if cfg!(miri) { 5 } else { 30 };
+        let thief = Thief::start();
+        let list = PrivateList::new();
+        assert_eq!(
+            all(&list, &thief, depth),
+            u64::from(depth * (depth + 1) / 2)
+        );
+        assert_eq!(thief.stop(), depth as usize);
+    }
 }
