@@ -202,6 +202,38 @@ proptest! {
         pool.install(|| {
             prop_assert_eq!(v.par_iter().with_min_len(min).find_first(|&&x| x % m == 0), v.iter().find(|&&x| x % m == 0), "find_first {}", name);
             prop_assert_eq!(v.par_iter().find_last(|&&x| x % m == 0), v.iter().rev().find(|&&x| x % m == 0), "find_last {}", name);
+            // Back to front through per-item adaptors, front to back through
+            // order-dependent ones (flat_map, flat_map_iter, fold, chain).
+            prop_assert_eq!(
+                v.par_iter().with_min_len(min).map(|x| x / 2).filter(|x| x % 3 != 1).find_last(|x| x % m == 0),
+                v.iter().map(|x| x / 2).filter(|x| x % 3 != 1).rev().find(|x| x % m == 0),
+                "map filter find_last {}", name
+            );
+            prop_assert_eq!(
+                v.par_iter().enumerate().filter_map(|(i, x)| (x % m == 0).then_some(i)).find_last(|_| true),
+                v.iter().rposition(|x| x % m == 0),
+                "enumerate filter_map find_last {}", name
+            );
+            prop_assert_eq!(
+                v.par_iter().flat_map(|&x| vec![x, x + m]).find_last(|x| x % m == 0),
+                v.iter().flat_map(|&x| [x, x + m]).rev().find(|x| x % m == 0),
+                "flat_map find_last {}", name
+            );
+            prop_assert_eq!(
+                v.par_iter().flat_map_iter(|&x| [x, x + m]).find_last(|x| x % m == 0),
+                v.iter().flat_map(|&x| [x, x + m]).rev().find(|x| x % m == 0),
+                "flat_map_iter find_last {}", name
+            );
+            prop_assert_eq!(
+                v.par_iter().copied().chain(v.par_iter().map(|x| x + 1)).rev().find_last(|x| x % m == 0),
+                v.iter().copied().chain(v.iter().map(|x| x + 1)).find(|x| x % m == 0),
+                "chain rev find_last {}", name
+            );
+            prop_assert_eq!(
+                v.par_iter().fold(Vec::new, |mut a, &x| { a.push(x); a }).find_last(|a| a.iter().any(|x| x % m == 0)).map(|a| *a.iter().rev().find(|x| *x % m == 0).unwrap()),
+                v.iter().rev().find(|&&x| x % m == 0).copied(),
+                "fold find_last {}", name
+            );
             prop_assert_eq!(v.par_iter().position_first(|&x| x % m == 0), v.iter().position(|&x| x % m == 0));
             prop_assert_eq!(v.par_iter().position_last(|&x| x % m == 0), v.iter().rposition(|&x| x % m == 0));
             match v.par_iter().with_min_len(min).find_any(|&&x| x % m == 0) {
@@ -410,4 +442,29 @@ fn with_max_len_and_try_forms() {
             assert!(seen.contains(&999), "{name}");
         });
     }
+}
+
+/// `find_last` runs back to front when only per-item adaptors stand in
+/// front: a search over 10^27 values (rayon's test) ends at once rather
+/// than after walking the range from its start.
+#[test]
+fn find_last_in_a_huge_range_ends() {
+    const OCT: u128 = 1_000_000_000_000_000_000_000_000_000;
+    let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    pool.install(|| {
+        assert_eq!((0..OCT).into_par_iter().find_last(|_| true), Some(OCT - 1));
+        assert_eq!((0..=OCT).into_par_iter().find_last(|_| true), Some(OCT));
+        let x = (0..OCT)
+            .into_par_iter()
+            .map(|x| x / 2)
+            .filter(|x| x % 3 == 0)
+            .find_last(|_| true);
+        assert_eq!(x, Some((OCT - 1) / 2 / 3 * 3));
+        assert_eq!(
+            (0..OCT)
+                .into_par_iter()
+                .find_map_last(|x| (x % 5 == 1).then_some(x)),
+            Some(OCT - 4)
+        );
+    });
 }

@@ -521,24 +521,36 @@ where
     }
 }
 
-/// `find_last`: the rightmost match. `best` holds one past the start of
-/// the rightmost batch that found one; pieces whose units all lie before
-/// that batch stop.
+/// `find_last`: the rightmost match. The driver runs the loop back to
+/// front when every adaptor in front allows it ([`Consumer::REVERSIBLE`]):
+/// then this is `find_first` over the reversed units (positions from the
+/// back), and a search in a huge range ends as soon as the last match is
+/// found. Otherwise (a `flat_map` or `fold` in front) it runs front to
+/// back: `best` holds one past the start of the rightmost batch that found
+/// one, and pieces whose units all lie before that batch stop.
 pub(crate) fn find_last<I, P>(iter: I, predicate: &P) -> Option<I::Item>
 where
     I: ParallelIterator,
     P: Fn(&I::Item) -> bool + Sync,
 {
     let best = AtomicUsize::new(0);
+    let reversed = AtomicBool::new(false);
     iter.drive(FindLast {
         predicate,
         best: &best,
+        reversed: &reversed,
     })
 }
 
 pub(crate) struct FindLast<'f, P> {
     predicate: &'f P,
+    /// Front to back: one past the start of the rightmost batch that found
+    /// a match (0: none yet). Back to front: the start (from the back) of
+    /// the first batch that found one (`usize::MAX`: none yet).
     best: &'f AtomicUsize,
+    /// Whether the driver runs the loop back to front (set by `reverse`
+    /// before any folder exists).
+    reversed: &'f AtomicBool,
 }
 
 impl<'f, T, P> Consumer<T> for FindLast<'f, P>
@@ -552,15 +564,25 @@ where
         FindLastFolder {
             predicate: self.predicate,
             best: self.best,
+            reversed: self.reversed.load(Ordering::Relaxed),
             item: None,
         }
     }
     fn reduce(&self, left: Option<T>, right: Option<T>) -> Option<T> {
-        right.or(left)
+        if self.reversed.load(Ordering::Relaxed) {
+            // `left` comes later in the original order.
+            left.or(right)
+        } else {
+            right.or(left)
+        }
     }
-    fn stop(&self, _start: usize, end: usize) -> bool {
+    fn stop(&self, start: usize, end: usize) -> bool {
         let best = self.best.load(Ordering::Relaxed);
-        best > 0 && end < best
+        if self.reversed.load(Ordering::Relaxed) {
+            start > best
+        } else {
+            best > 0 && end < best
+        }
     }
     fn options(&self) -> Options {
         Options::default()
@@ -568,14 +590,20 @@ where
     fn eager(&self) -> bool {
         true
     }
-    fn done(&self, _result: &Option<T>) -> bool {
-        false
+    fn done(&self, result: &Option<T>) -> bool {
+        self.reversed.load(Ordering::Relaxed) && result.is_some()
+    }
+    const REVERSIBLE: bool = true;
+    fn reverse(&self) {
+        self.best.store(usize::MAX, Ordering::Relaxed);
+        self.reversed.store(true, Ordering::Relaxed);
     }
 }
 
 pub(crate) struct FindLastFolder<'f, T, P> {
     predicate: &'f P,
     best: &'f AtomicUsize,
+    reversed: bool,
     item: Option<T>,
 }
 
@@ -584,13 +612,24 @@ where
     P: Fn(&T) -> bool + Sync,
 {
     type Result = Option<T>;
-    fn consume<I: Iterator<Item = T>>(mut self, start: usize, items: I) -> Self {
-        if let Some(x) = items.filter(self.predicate).last() {
+    fn consume<I: Iterator<Item = T>>(mut self, start: usize, mut items: I) -> Self {
+        if self.reversed {
+            // Items last first: the first match is the batch's last one.
+            if self.item.is_none() && start <= self.best.load(Ordering::Relaxed) {
+                self.item = items.find(self.predicate);
+                if self.item.is_some() {
+                    self.best.fetch_min(start, Ordering::Relaxed);
+                }
+            }
+        } else if let Some(x) = items.filter(self.predicate).last() {
             self.item = Some(x);
             self.best
                 .fetch_max(start.saturating_add(1), Ordering::Relaxed);
         }
         self
+    }
+    fn full(&self) -> bool {
+        self.reversed && self.item.is_some()
     }
     fn complete(self) -> Option<T> {
         self.item

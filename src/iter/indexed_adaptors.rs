@@ -291,6 +291,14 @@ pub struct RevPiece<P> {
     base: P,
 }
 
+impl<P> RevPiece<P> {
+    /// `base` taken from the back (also how the driver runs a loop back
+    /// to front for `find_last`).
+    pub(crate) fn new(base: P) -> Self {
+        RevPiece { base }
+    }
+}
+
 impl<P: Piece> Piece for RevPiece<P> {
     fn pure(&self) -> bool {
         self.base.pure()

@@ -5,7 +5,7 @@
 
 use std::sync::Mutex;
 
-use super::plumbing::{forward_consumer, forward_piece, Consumer, Folder, Piece};
+use super::plumbing::{forward_consumer, forward_piece, forward_reverse, Consumer, Folder, Piece};
 use super::{IndexedParallelIterator, ParallelIterator};
 
 /// Declares an adaptor struct with its constructor.
@@ -106,6 +106,7 @@ where
         }
     }
     forward_consumer!();
+    forward_reverse!(C, R);
 }
 
 struct MapFolder<'f, FO, F> {
@@ -279,6 +280,7 @@ where
         }
     }
     forward_consumer!();
+    forward_reverse!(C, R);
 }
 
 /// The folder of `map_with` and `map_init`: the run's state.
@@ -440,6 +442,7 @@ where
         }
     }
     forward_consumer!();
+    forward_reverse!(C, R);
 }
 
 /// [`MapInit`]'s piece: the state is made by the first batch of a run and
@@ -584,6 +587,7 @@ where
         }
     }
     forward_consumer!();
+    forward_reverse!(C, T);
 }
 
 impl<'f, T, C, F> Consumer<T> for WrapConsumer<'f, C, F, UpdateHow>
@@ -601,6 +605,7 @@ where
         }
     }
     forward_consumer!();
+    forward_reverse!(C, T);
 }
 
 struct WrapFolder<'f, FO, F, H> {

@@ -555,6 +555,18 @@ pub trait ParallelIterator: Sized + Send {
     }
 
     /// The last item (in order) matching `predicate`.
+    ///
+    /// When only per-item adaptors (`map`, `filter`, `filter_map`,
+    /// `inspect`, …) stand between the source and the search, the loop
+    /// runs back to front, so it ends soon after the last match however
+    /// long the source; after a `flat_map` or a `fold` it runs front to
+    /// back and skips what lies before a match already found.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let huge = 1u128 << 100;
+    /// assert_eq!((0..huge).into_par_iter().find_last(|x| x % 3 == 0), Some(huge - 1));
+    /// ```
     fn find_last<P>(self, predicate: P) -> Option<Self::Item>
     where
         P: Fn(&Self::Item) -> bool + Sync + Send,

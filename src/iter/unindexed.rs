@@ -22,7 +22,7 @@ pub use super::fold::{
 macro_rules! batch_adaptor {
     (
         $(#[$doc:meta])*
-        $name:ident, $consumer:ident, $folder:ident, $method:ident,
+        $name:ident, $consumer:ident, $folder:ident, $method:ident, reversible $rev:literal,
         impl<$($p:ident),*> item $item:ty, where [$($bounds:tt)*],
         consumer<$t:ident $(, $x:ident)*> down $down:ty, where [$($cbounds:tt)*]
     ) => {
@@ -78,6 +78,10 @@ macro_rules! batch_adaptor {
                 $folder { base: self.base.folder(), op: self.op }
             }
             forward_consumer!();
+            const REVERSIBLE: bool = $rev && C::REVERSIBLE;
+            fn reverse(&self) {
+                self.base.reverse()
+            }
         }
 
         struct $folder<'f, FO, F> {
@@ -112,7 +116,7 @@ batch_adaptor! {
     /// let f: terroir::iter::Filter<_, _> = (0..10).into_par_iter().filter(|x| x % 5 == 0);
     /// assert_eq!(f.collect::<Vec<_>>(), [0, 5]);
     /// ```
-    Filter, FilterConsumer, FilterFolder, filter,
+    Filter, FilterConsumer, FilterFolder, filter, reversible true,
     impl<> item I::Item, where [F: Fn(&I::Item) -> bool],
     consumer<T> down T, where [F: Fn(&T) -> bool]
 }
@@ -125,7 +129,7 @@ batch_adaptor! {
     /// let f: terroir::iter::FilterMap<_, _> = ["1", "x", "3"].par_iter().filter_map(|s| s.parse::<i32>().ok());
     /// assert_eq!(f.collect::<Vec<_>>(), [1, 3]);
     /// ```
-    FilterMap, FilterMapConsumer, FilterMapFolder, filter_map,
+    FilterMap, FilterMapConsumer, FilterMapFolder, filter_map, reversible true,
     impl<R> item R, where [F: Fn(I::Item) -> Option<R>, R: Send],
     consumer<T, U> down U, where [F: Fn(T) -> Option<U>]
 }
@@ -138,7 +142,7 @@ batch_adaptor! {
     /// let f: terroir::iter::FlatMapIter<_, _> = (0..3).into_par_iter().flat_map_iter(|i| 0..i);
     /// assert_eq!(f.collect::<Vec<_>>(), [0, 0, 1]);
     /// ```
-    FlatMapIter, FlatMapIterConsumer, FlatMapIterFolder, flat_map,
+    FlatMapIter, FlatMapIterConsumer, FlatMapIterFolder, flat_map, reversible false,
     impl<SI> item SI::Item, where [F: Fn(I::Item) -> SI, SI: IntoIterator<Item: Send>],
     consumer<T, SI> down SI::Item, where [F: Fn(T) -> SI, SI: IntoIterator]
 }

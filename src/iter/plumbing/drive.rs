@@ -36,6 +36,7 @@
 use super::clock;
 use super::run::{adaptive, node_id, Loop, Run, BATCH_US, WAKE_AFTER_US};
 use super::{Consumer, Extent, Folder, Hints, Options, Piece, Schedule};
+use crate::iter::indexed_adaptors::RevPiece;
 use crate::numa::NodeId;
 use crate::sched::{global_registry, join_to, To, WorkerThread};
 use crate::Place;
@@ -58,6 +59,20 @@ where
     if piece.units() == 0 {
         return consumer.folder().complete();
     }
+    if C::REVERSIBLE {
+        // `find_last`: back to front (see `Consumer::reverse`).
+        consumer.reverse();
+        return run_forward(RevPiece::new(piece), consumer);
+    }
+    run_forward(piece, consumer)
+}
+
+/// [`run`], front to back.
+fn run_forward<P, C>(piece: P, consumer: C) -> C::Result
+where
+    P: Piece,
+    C: Consumer<P::Item>,
+{
     let hints = piece.hints();
     // Options set on the consumer side come later in the chain: they win.
     let options = hints.options.or(consumer.options());

@@ -224,6 +224,17 @@ pub trait Consumer<T>: Send + Sync + Sized {
     /// with more units after them: a search that found what it looks for.
     /// A `flat_map` stops feeding inner loops after such a result.
     fn done(&self, result: &Self::Result) -> bool;
+    /// Whether the loop should run back to front (`find_last`: the last
+    /// match is found first, so a search in a huge range ends as soon as
+    /// rayon's does). An adaptor says what its base says if its result
+    /// does not depend on the order in which the items come (per item:
+    /// `map`, `filter`, …), else no (the default).
+    const REVERSIBLE: bool = false;
+    /// Called once by the driver, before it runs a loop whose consumer is
+    /// [`REVERSIBLE`](Self::REVERSIBLE) back to front: from then on,
+    /// batches yield their items last first and positions (`stop`,
+    /// `Folder::consume`) count units from the back. Adaptors pass it on.
+    fn reverse(&self) {}
 }
 
 /// Folds one run of units, batch by batch.
@@ -261,6 +272,19 @@ macro_rules! forward_consumer {
     };
 }
 pub(crate) use forward_consumer;
+
+/// The [`Consumer::REVERSIBLE`] items of an adaptor whose result does not
+/// depend on the order of the items (`base`, a `$c: Consumer<$t>`, is
+/// its consumer).
+macro_rules! forward_reverse {
+    ($c:ty, $t:ty) => {
+        const REVERSIBLE: bool = <$c as $crate::iter::plumbing::Consumer<$t>>::REVERSIBLE;
+        fn reverse(&self) {
+            self.base.reverse()
+        }
+    };
+}
+pub(crate) use forward_reverse;
 
 /// Pointers that loop pieces hand between workers: each piece writes its
 /// own disjoint part.
