@@ -210,6 +210,11 @@ proptest! {
                 "map filter find_last {}", name
             );
             prop_assert_eq!(
+                v.par_iter().panic_fuse().strict().find_last(|&&x| x % m == 0),
+                v.iter().rev().find(|&&x| x % m == 0),
+                "panic_fuse strict find_last {}", name
+            );
+            prop_assert_eq!(
                 v.par_iter().enumerate().filter_map(|(i, x)| (x % m == 0).then_some(i)).find_last(|_| true),
                 v.iter().rposition(|x| x % m == 0),
                 "enumerate filter_map find_last {}", name

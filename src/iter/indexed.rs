@@ -3,10 +3,9 @@
 
 use std::cmp::Ordering;
 
-use super::indexed_adaptors::{
-    Chunks, Enumerate, MaxLen, MinLen, Positions, Rev, Skip, StepBy, Take, Zip, ZipEq,
-};
+use super::indexed_adaptors::{Enumerate, MaxLen, MinLen, Positions, Rev, Zip, ZipEq};
 use super::plumbing::{self, Consumer, Piece};
+use super::regroup::{Chunks, Skip, StepBy, Take};
 use super::{IntoParallelIterator, ParallelIterator};
 
 /// A parallel iterator that knows its length and can be split at any index

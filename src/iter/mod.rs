@@ -102,14 +102,17 @@
 
 mod collect;
 mod consume;
+mod flat;
 mod fold;
 mod indexed;
 mod indexed_adaptors;
 mod map;
+mod map_state;
 mod multizip;
 mod par;
 mod placed;
 pub(crate) mod plumbing;
+mod regroup;
 mod sources;
 mod unindexed;
 
@@ -126,16 +129,16 @@ pub mod vec;
 
 pub use consume::Try;
 pub use indexed::IndexedParallelIterator;
-pub use indexed_adaptors::{
-    Chunks, Enumerate, MaxLen, MinLen, Positions, Rev, Skip, StepBy, Take, Zip, ZipEq,
-};
-pub use map::{Cloned, Copied, Inspect, Map, MapInit, MapWith, Update};
+pub use indexed_adaptors::{Enumerate, MaxLen, MinLen, Positions, Rev, Zip, ZipEq};
+pub use map::{Cloned, Copied, Inspect, Map, Update};
+pub use map_state::{MapInit, MapWith};
 pub use multizip::MultiZip;
 pub use par::ParallelIterator;
 pub use placed::{parallel_for, ForOptions};
 #[doc(hidden)]
 pub use plumbing::set_split_stress;
 pub use plumbing::Schedule;
+pub use regroup::{Chunks, Skip, StepBy, Take};
 #[allow(deprecated)]
 pub use sources::{
     empty, once, repeat, repeat_n, repeatn, Empty, IterBridge, Once, ParallelBridge, Repeat,

@@ -4,7 +4,8 @@ use std::cmp::Ordering;
 use std::iter::{Product, Sum};
 
 use super::consume::{self, Try};
-use super::map::{Cloned, Copied, Inspect, Map, MapInit, MapWith, Update};
+use super::map::{Cloned, Copied, Inspect, Map, Update};
+use super::map_state::{MapInit, MapWith};
 use super::plumbing::{Consumer, Schedule};
 use super::unindexed::{
     Chain, Filter, FilterMap, FlatMap, FlatMapIter, Flatten, FlattenIter, Fold, FoldWith,

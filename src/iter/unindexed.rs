@@ -8,10 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::indexed_adaptors::HintPiece;
 use super::plumbing::{
-    forward_consumer, Consumer, Extent, Folder, Hints, Options, Piece, Schedule,
+    forward_consumer, forward_reverse, Consumer, Extent, Folder, Hints, Options, Piece, Schedule,
 };
-use super::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
+use super::{IndexedParallelIterator, ParallelIterator};
 
+pub use super::flat::{FlatMap, Flatten, FlattenIter};
 pub use super::fold::{
     Fold, FoldWith, SkipAny, SkipAnyWhile, TakeAny, TakeAnyWhile, TryFold, TryFoldWith, WhileSome,
 };
@@ -145,241 +146,6 @@ batch_adaptor! {
     FlatMapIter, FlatMapIterConsumer, FlatMapIterFolder, flat_map, reversible false,
     impl<SI> item SI::Item, where [F: Fn(I::Item) -> SI, SI: IntoIterator<Item: Send>],
     consumer<T, SI> down SI::Item, where [F: Fn(T) -> SI, SI: IntoIterator]
-}
-
-/// [`ParallelIterator::flatten_iter`]'s iterator.
-///
-/// ```
-/// use terroir::prelude::*;
-/// let v = vec![vec![1, 2], vec![], vec![3]];
-/// let f: terroir::iter::FlattenIter<_> = v.into_par_iter().flatten_iter();
-/// assert_eq!(f.collect::<Vec<_>>(), [1, 2, 3]);
-/// ```
-#[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone, Debug)]
-pub struct FlattenIter<I> {
-    base: I,
-}
-
-impl<I> FlattenIter<I> {
-    pub(crate) fn new(base: I) -> Self {
-        FlattenIter { base }
-    }
-}
-
-impl<I> ParallelIterator for FlattenIter<I>
-where
-    I: ParallelIterator,
-    I::Item: IntoIterator<Item: Send>,
-{
-    type Item = <I::Item as IntoIterator>::Item;
-    fn drive<C: Consumer<Self::Item>>(self, consumer: C) -> C::Result {
-        let id = |x: I::Item| x;
-        FlatMapIter::new(self.base, id).drive(consumer)
-    }
-}
-
-/// [`ParallelIterator::flat_map`]'s iterator: every inner iterator is run
-/// as a loop of its own (which may be split in turn).
-///
-/// ```
-/// use terroir::prelude::*;
-/// let f: terroir::iter::FlatMap<_, _> = (0..3).into_par_iter().flat_map(|i| vec![i; i]);
-/// assert_eq!(f.collect::<Vec<usize>>(), [1, 2, 2]);
-/// ```
-#[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone)]
-pub struct FlatMap<I, F> {
-    base: I,
-    map_op: F,
-}
-
-impl<I, F> std::fmt::Debug for FlatMap<I, F>
-where
-    I: std::fmt::Debug,
-{
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FlatMap")
-            .field("base", &self.base)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<I, F> FlatMap<I, F> {
-    pub(crate) fn new(base: I, map_op: F) -> Self {
-        FlatMap { base, map_op }
-    }
-}
-
-impl<I, F, PI> ParallelIterator for FlatMap<I, F>
-where
-    I: ParallelIterator,
-    F: Fn(I::Item) -> PI + Sync + Send,
-    PI: IntoParallelIterator,
-{
-    type Item = PI::Item;
-    fn drive<C: Consumer<PI::Item>>(self, consumer: C) -> C::Result {
-        let FlatMap { base, map_op } = self;
-        base.drive(FlatMapConsumer {
-            base: &consumer,
-            f: &map_op,
-        })
-    }
-}
-
-/// Drives each item's inner iterator into `base`, all its items at the
-/// outer unit's position.
-struct FlatMapConsumer<'f, C, F> {
-    base: &'f C,
-    f: &'f F,
-}
-
-impl<'f, T, C, F, PI> Consumer<T> for FlatMapConsumer<'f, C, F>
-where
-    C: Consumer<PI::Item>,
-    F: Fn(T) -> PI + Sync,
-    PI: IntoParallelIterator,
-{
-    type Folder = FlatMapFolder<'f, C, F, C::Result>;
-    type Result = C::Result;
-    fn folder(&self) -> Self::Folder {
-        FlatMapFolder {
-            base: self.base,
-            f: self.f,
-            acc: None,
-        }
-    }
-    forward_consumer!();
-}
-
-struct FlatMapFolder<'f, C, F, R> {
-    base: &'f C,
-    f: &'f F,
-    acc: Option<R>,
-}
-
-impl<'f, T, C, F, PI> Folder<T> for FlatMapFolder<'f, C, F, C::Result>
-where
-    C: Consumer<PI::Item>,
-    F: Fn(T) -> PI + Sync,
-    PI: IntoParallelIterator,
-{
-    type Result = C::Result;
-    fn consume<It: Iterator<Item = T>>(mut self, start: usize, items: It) -> Self {
-        for x in items {
-            if self.base.stop(start, start.saturating_add(1)) {
-                break;
-            }
-            let inner = (self.f)(x).into_par_iter().drive(At {
-                base: self.base,
-                pos: start,
-            });
-            let acc = match self.acc.take() {
-                None => inner,
-                Some(a) => self.base.reduce(a, inner),
-            };
-            let done = self.base.done(&acc);
-            self.acc = Some(acc);
-            if done {
-                break;
-            }
-        }
-        self
-    }
-    fn full(&self) -> bool {
-        self.acc.as_ref().is_some_and(|acc| self.base.done(acc))
-    }
-    fn complete(self) -> C::Result {
-        match self.acc {
-            Some(r) => r,
-            None => self.base.folder().complete(),
-        }
-    }
-}
-
-/// A consumer passing everything to `base` with every position made `pos`
-/// (an inner loop of `flat_map`; it gets the default options).
-struct At<'c, C> {
-    base: &'c C,
-    pos: usize,
-}
-
-impl<T, C: Consumer<T>> Consumer<T> for At<'_, C> {
-    type Folder = AtFolder<C::Folder>;
-    type Result = C::Result;
-    fn folder(&self) -> Self::Folder {
-        AtFolder {
-            base: self.base.folder(),
-            pos: self.pos,
-        }
-    }
-    fn reduce(&self, left: C::Result, right: C::Result) -> C::Result {
-        self.base.reduce(left, right)
-    }
-    fn stop(&self, _start: usize, _end: usize) -> bool {
-        self.base.stop(self.pos, self.pos.saturating_add(1))
-    }
-    fn options(&self) -> Options {
-        Options::default()
-    }
-    fn eager(&self) -> bool {
-        self.base.eager()
-    }
-    fn done(&self, result: &Self::Result) -> bool {
-        self.base.done(result)
-    }
-}
-
-struct AtFolder<FO> {
-    base: FO,
-    pos: usize,
-}
-
-impl<T, FO: Folder<T>> Folder<T> for AtFolder<FO> {
-    type Result = FO::Result;
-    fn consume<I: Iterator<Item = T>>(self, _start: usize, items: I) -> Self {
-        AtFolder {
-            base: self.base.consume(self.pos, items),
-            pos: self.pos,
-        }
-    }
-    fn full(&self) -> bool {
-        self.base.full()
-    }
-    fn complete(self) -> FO::Result {
-        self.base.complete()
-    }
-}
-
-/// [`ParallelIterator::flatten`]'s iterator.
-///
-/// ```
-/// use terroir::prelude::*;
-/// let v = vec![vec![1, 2], vec![3]];
-/// let f: terroir::iter::Flatten<_> = v.into_par_iter().flatten();
-/// assert_eq!(f.collect::<Vec<_>>(), [1, 2, 3]);
-/// ```
-#[must_use = "iterator adaptors are lazy and do nothing unless consumed"]
-#[derive(Clone, Debug)]
-pub struct Flatten<I> {
-    base: I,
-}
-
-impl<I> Flatten<I> {
-    pub(crate) fn new(base: I) -> Self {
-        Flatten { base }
-    }
-}
-
-impl<I> ParallelIterator for Flatten<I>
-where
-    I: ParallelIterator,
-    I::Item: IntoParallelIterator,
-{
-    type Item = <I::Item as IntoParallelIterator>::Item;
-    fn drive<C: Consumer<Self::Item>>(self, consumer: C) -> C::Result {
-        FlatMap::new(self.base, |x: I::Item| x).drive(consumer)
-    }
 }
 
 /// A consumer passing everything to `base` with positions moved by `by`
@@ -654,6 +420,7 @@ impl<'f, T, C: Consumer<T>> Consumer<T> for FuseConsumer<'f, C> {
     fn done(&self, result: &Self::Result) -> bool {
         self.base.done(result)
     }
+    forward_reverse!(C, T);
 }
 
 struct FuseFolder<'f, FO> {
@@ -851,4 +618,5 @@ impl<T, C: Consumer<T>> Consumer<T> for WithOptions<C> {
     fn done(&self, result: &Self::Result) -> bool {
         self.base.done(result)
     }
+    forward_reverse!(C, T);
 }
