@@ -34,7 +34,7 @@
 //!   [`Schedule::Static`]).
 
 use super::clock;
-use super::run::{adaptive, node_id, Loop, Run, BATCH_US, WAKE_AFTER_US};
+use super::run::{adaptive, node_id, Loop, Run, BATCH_US, FREE_NS, WAKE_AFTER_US};
 use super::{Consumer, Extent, Folder, Hints, Options, Piece, Schedule};
 use crate::iter::indexed_adaptors::RevPiece;
 use crate::numa::NodeId;
@@ -88,6 +88,7 @@ where
             hints,
             started: clock::now(),
             batch_ticks: BATCH_US * tick,
+            free_ticks: FREE_NS * tick / 1000,
             wake_ticks: WAKE_AFTER_US * tick,
             workers: wt.registry().num_threads(),
         };

@@ -26,6 +26,15 @@ pub(super) const BATCH_US: u64 = 10;
 /// may have measured close to nothing).
 const MAX_GROWTH: usize = 4096;
 
+/// A batch that took less than this (ns) measured nothing but the clock
+/// read and the poll around it (a clock read alone costs about 13 ns
+/// here): the next one grows by [`MAX_GROWTH`]. Without this floor a loop
+/// whose units cost nothing would read the clock once more for every
+/// factor of ~500 of its length (the rate it measures is the overhead's).
+/// Units that look free this way cost a few ns at most, so the grown
+/// batch still takes microseconds.
+pub(super) const FREE_NS: u64 = 30;
+
 /// A loop that has run this long (µs) wakes sleeping workers to help (a
 /// wake-up costs a few microseconds of the waker's time and tens of
 /// microseconds before the woken worker runs: shorter loops would not
@@ -90,6 +99,8 @@ pub(super) struct Loop<'c, C> {
     pub(super) started: u64,
     /// [`BATCH_US`] in ticks.
     pub(super) batch_ticks: u64,
+    /// [`FREE_NS`] in ticks.
+    pub(super) free_ticks: u64,
     /// [`WAKE_AFTER_US`] in ticks.
     pub(super) wake_ticks: u64,
     /// Workers of the pool.
@@ -143,13 +154,16 @@ pub(super) fn node_id(wt: &WorkerThread) -> NodeId {
 
 /// The size of the next batch after one of `batch` units took `took`
 /// ticks: the units that take about `target` ticks at that rate, at most
-/// [`MAX_GROWTH`] times and at least half as many.
-fn next_batch(batch: usize, took: u64, target: u64) -> usize {
+/// [`MAX_GROWTH`] times and at least half as many; [`MAX_GROWTH`] times
+/// when `took` is at most `free` (nothing measured).
+fn next_batch(batch: usize, took: u64, target: u64, free: u64) -> usize {
     let grown = batch.saturating_mul(MAX_GROWTH);
-    if took.saturating_mul(MAX_GROWTH as u64) <= target {
+    if took <= free || took.saturating_mul(MAX_GROWTH as u64) <= target {
         return grown;
     }
-    let at_rate = (batch as u128 * u128::from(target) / u128::from(took.max(1))) as usize;
+    let at_rate = batch as u128 * u128::from(target) / u128::from(took.max(1));
+    // Saturating: a huge range's batches may be near usize::MAX units.
+    let at_rate = usize::try_from(at_rate).unwrap_or(usize::MAX);
     at_rate.clamp((batch / 2).max(1), grown)
 }
 
@@ -306,9 +320,16 @@ where
             folder = Some(c.folder());
         }
         let now = clock::now();
-        batch = next_batch(batch, now.saturating_sub(t), lp.batch_ticks).clamp(smallest, max_len);
-        t = now;
         let rest = piece.units();
+        batch = next_batch(batch, now.saturating_sub(t), lp.batch_ticks, lp.free_ticks);
+        if batch >= rest / 2 {
+            // What is left takes at most about two batches' time: one batch
+            // (a poll and a clock read fewer; the last batch of a run may so
+            // take up to twice BATCH_US).
+            batch = rest;
+        }
+        batch = batch.clamp(smallest, max_len);
+        t = now;
         // A run that saw a panic does not split (it ends soon).
         if run.split && rest / 2 >= min_len && rest >= 2 && done.panic.is_none() {
             let long = now.saturating_sub(lp.started) >= lp.wake_ticks;
@@ -355,4 +376,32 @@ where
     }
     let last = folder.take().expect("a folder").complete();
     done.finish(c, last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{next_batch, MAX_GROWTH};
+
+    /// 10 µs at 1 tick per ns; 30 ns free.
+    const TARGET: u64 = 10_000;
+    const FREE: u64 = 30;
+
+    #[test]
+    fn a_batch_that_measured_nothing_grows_by_the_cap() {
+        assert_eq!(next_batch(1, 0, TARGET, FREE), MAX_GROWTH);
+        assert_eq!(next_batch(1, FREE, TARGET, FREE), MAX_GROWTH);
+        assert_eq!(next_batch(4096, 25, TARGET, FREE), 4096 * MAX_GROWTH);
+    }
+
+    #[test]
+    fn a_measured_batch_is_sized_by_its_rate() {
+        // 1 unit in 100 ticks: 100 units make the 10 µs.
+        assert_eq!(next_batch(1, 100, TARGET, FREE), 100);
+        // 1,000 units in 20 µs: half as many.
+        assert_eq!(next_batch(1_000, 20_000, TARGET, FREE), 500);
+        // Never below half of the last batch, never past the cap.
+        assert_eq!(next_batch(1_000, 1_000_000, TARGET, FREE), 500);
+        assert_eq!(next_batch(2, 31, TARGET, FREE), 2 * 10_000 / 31);
+        assert_eq!(next_batch(usize::MAX / 2, 31, TARGET, FREE), usize::MAX);
+    }
 }
