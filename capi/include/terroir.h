@@ -144,6 +144,11 @@ typedef enum terroir_error {
   // A file could not be written (the message names the path and the
   // system's error).
   TERROIR_ERROR_IO = 17,
+  // `terroir_label_pop` with no label pushed on the calling thread, or
+  // whose newest label, as the pool's recording shows, was pushed by a
+  // task that the calling one runs on top of (during a wait inside the
+  // label).
+  TERROIR_ERROR_LABEL_NOT_PUSHED = 18,
 } terroir_error;
 
 // The stealing policy of a pool (`terroir_pool_config.policy`); see the
@@ -771,6 +776,44 @@ int terroir_report_destroy(struct terroir_report *report);
 // `name` is NULL or a NUL-terminated string; `f` must be safe to call
 // with `arg` on the calling thread.
 int terroir_label(const char *name, terroir_task_fn f, void *arg);
+
+// Opens a labelled region on the calling thread, NVTX-style: the region
+// lasts until the matching `terroir_label_pop`, and is reported as
+// `terroir_label`'s callback is (its time, minus the labelled regions and
+// waits inside it, under `name`, when the pool of the calling worker
+// records; nothing is recorded otherwise, or on a thread outside every
+// pool, but the push still counts for its pop).
+//
+// Pushes and pops nest per thread, as NVTX ranges do: a pop closes the
+// newest label pushed on the calling thread. A worker runs other tasks
+// while one waits, on the same thread, so each task pops exactly the
+// labels it pushed (balanced, like braces), before it returns. A region
+// a task leaves open is recorded as ending when the task's job ends
+// (its label stays on the thread's list until popped). A pop of a label
+// that the pool's recording shows was pushed by a task below the
+// calling one (which runs during that task's wait) is refused with
+// `TERROIR_ERROR_LABEL_NOT_PUSHED`.
+//
+// `name` is copied (the caller may free it at once), interned as for
+// `terroir_label`: at most 4096 distinct names, each of 1 to 256 bytes of
+// UTF-8.
+//
+// Errors (nothing is pushed): `TERROIR_ERROR_NULL_POINTER` (`name`),
+// `TERROIR_ERROR_INVALID_ARGUMENT` (an empty name, a name longer than 256
+// bytes, or not UTF-8), `TERROIR_ERROR_OUT_OF_MEMORY` (a 4097th distinct
+// name, or a 1025th label open on the thread).
+//
+// # Safety
+// `name` is NULL or a NUL-terminated string.
+int terroir_label_push(const char *name);
+
+// Closes the region of the calling thread's newest `terroir_label_push`.
+//
+// Errors (nothing is popped): `TERROIR_ERROR_LABEL_NOT_PUSHED` when the
+// thread has no label pushed, or when the pool's recording shows that its
+// newest label was pushed by a task that the calling one runs on top of
+// (during a wait inside that label).
+int terroir_label_pop(void);
 
 // The version of the library the program runs against, as
 // `TERROIR_VERSION` encodes it (`MAJOR * 1000000 + MINOR * 1000 +

@@ -92,7 +92,9 @@
 //! formats. Recordings and reports are handles like pools and groups.
 //! `terroir_label` is [`label`](terroir::label); its names, `&'static str`
 //! in Rust, are copied once into a process-wide table of at most 4096
-//! names (see `report.rs`).
+//! names (see `report.rs`). `terroir_label_push` / `terroir_label_pop` are
+//! the same regions opened and closed by two calls (NVTX's form), through
+//! `terroir::__capi::open_label` and `close_label`.
 //!
 //! [`ThreadPool::start_recording`]: terroir::ThreadPool::start_recording
 //! [`ThreadPool::stop_recording`]: terroir::ThreadPool::stop_recording
@@ -133,10 +135,10 @@ pub use pool::{
     TerroirPoolConfig, TerroirTaskFn,
 };
 pub use report::{
-    terroir_label, terroir_record_start, terroir_record_stop, terroir_recording_destroy,
-    terroir_report_create, terroir_report_destroy, terroir_report_measure, terroir_report_write,
-    terroir_report_write_all, TerroirCounters, TerroirRecordOptions, TerroirRecording,
-    TerroirReport, TerroirReportFormat,
+    terroir_label, terroir_label_pop, terroir_label_push, terroir_record_start,
+    terroir_record_stop, terroir_recording_destroy, terroir_report_create, terroir_report_destroy,
+    terroir_report_measure, terroir_report_write, terroir_report_write_all, TerroirCounters,
+    TerroirRecordOptions, TerroirRecording, TerroirReport, TerroirReportFormat,
 };
 pub use version::{
     terroir_version, terroir_version_string, TERROIR_VERSION, TERROIR_VERSION_MAJOR,

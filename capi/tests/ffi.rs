@@ -286,6 +286,22 @@ fn parallel_for_covers_each_index_once_and_refuses_bad_input() {
     }
 }
 
+/// `terroir_label_push` / `terroir_label_pop` (`tests/c/labels.c`):
+/// pushed regions recorded like `terroir_label`'s (counted in a report of
+/// two recordings), names freed after the push, and each error code.
+#[test]
+fn pushed_labels_are_recorded_and_bad_pops_refused() {
+    let exe = compile_shared("labels", &["capi/tests/c/labels.c"]);
+    let out = stdout(&run(
+        Command::new(&exe).arg("200"),
+        Duration::from_secs(300),
+    ));
+    assert!(out.contains(" passed, 0 failed"), "{out}");
+    if let Some(out) = under_valgrind(&exe, &["20"]) {
+        assert!(out.contains(" passed, 0 failed"), "{out}");
+    }
+}
+
 #[test]
 fn c_examples_compute_what_sequential_code_does() {
     /// An example: its name (also its source's), its arguments for a plain

@@ -3,7 +3,7 @@
  * (NULL pointers, invalid nodes and workers, zero sizes, double destroys,
  * stale and garbage handles, waiting on a group from inside its own
  * tasks, recordings started twice or stopped without a start, bad paths,
- * formats and label names), and a few things that must work (nested
+ * formats, label names and pops without a push), and a few things that must work (nested
  * spawns, places, memory on nodes, pools used from several threads,
  * reports written to any path). Prints one line per failed
  * check and a summary line "errors: N passed, M failed"; exit status 1 if
@@ -734,6 +734,14 @@ static void test_report(void) {
   EXPECT_ERR(terroir_label(long_name, increment, &calls), TERROIR_ERROR_INVALID_ARGUMENT, "longer than 256");
   EXPECT_ERR(terroir_label("leaf", NULL, &calls), TERROIR_ERROR_NULL_POINTER, "`f`");
   EXPECT(calls == 3);
+  /* Pushed labels: the same names checked; a pop needs a push. */
+  EXPECT_ERR(terroir_label_push(NULL), TERROIR_ERROR_NULL_POINTER, "`name`");
+  EXPECT_ERR(terroir_label_push(""), TERROIR_ERROR_INVALID_ARGUMENT, "empty");
+  EXPECT_ERR(terroir_label_push(long_name), TERROIR_ERROR_INVALID_ARGUMENT, "longer than 256");
+  EXPECT_ERR(terroir_label_pop(), TERROIR_ERROR_LABEL_NOT_PUSHED, "no label pushed");
+  EXPECT_OK(terroir_label_push("leaf"));
+  EXPECT_OK(terroir_label_pop());
+  EXPECT_ERR(terroir_label_pop(), TERROIR_ERROR_LABEL_NOT_PUSHED, "more pops than");
 
   /* Measuring: the work may neither restart nor stop the recording it
    * runs in; a pool that records already cannot be measured. */
