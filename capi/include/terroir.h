@@ -51,8 +51,9 @@
  *  terroir_report_create compares a recording on a one-worker pool with
  *  one on the pool under study (terroir_report_measure does both runs of
  *  a function); terroir_report_write / terroir_report_write_all write the
- *  report as text, JSON, CSV, a Chrome trace or SVG; terroir_label names
- *  the regions that reports compare.
+ *  report as text, JSON, CSV, a Chrome trace or SVG; terroir_label (or
+ *  terroir_label_push / terroir_label_pop) names the regions that reports
+ *  compare. terroir_pool_stats reads a pool's scheduling statistics.
  */
 
 
@@ -76,6 +77,8 @@
 #define TERROIR_POOL_CONFIG_INIT { sizeof(terroir_pool_config), 0, 0, 0 }
 #define TERROIR_RECORD_OPTIONS_INIT { sizeof(terroir_record_options), 0, 0 }
 #define TERROIR_FOR_OPTIONS_INIT { sizeof(terroir_for_options), 0, 0, 0, NULL, 0 }
+#define TERROIR_STATS_INIT { sizeof(terroir_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0 }
+#define TERROIR_NODE_STATS_INIT { sizeof(terroir_node_stats), 0, 0, 0, 0 }
 
 
 // The major version of this header.
@@ -358,6 +361,77 @@ typedef struct terroir_record_options {
   // not have.)
   uint32_t reserved;
 } terroir_record_options;
+
+// A pool's scheduling statistics since it was built or its statistics
+// were reset (what `terroir_pool_stats` fills): what ran, where it came
+// from, and the locality of the data that placed tasks declared. Counters are
+// read without stopping the pool: a snapshot of a running pool is not
+// exact across fields.
+//
+// The struct can grow, as `terroir_pool_config` does: set `size` to
+// `sizeof(terroir_stats)` (or start from `TERROIR_STATS_INIT`);
+// the library fills the fields that fit, zeros the fields of a newer
+// header that it does not know, and sets `size` to the bytes it filled.
+typedef struct terroir_stats {
+  // In: `sizeof(terroir_stats)` as the caller's header declares it. Out: the bytes the library filled.
+  size_t size;
+  // Jobs the workers took from a queue or stole, and ran (the halves of
+  // a `terroir_join` run by the joining worker itself are not jobs).
+  uint64_t jobs;
+  // Tasks spawned with a place (a node, worker, data, after or pushed
+  // place) that ran.
+  uint64_t placed;
+  // Jobs a worker took from its own inboxes or its node's queues.
+  uint64_t from_own_queues;
+  // Jobs stolen from a worker sharing the thief's L3 cache.
+  uint64_t steals_same_l3;
+  // Jobs stolen from another worker of the thief's node.
+  uint64_t steals_same_node;
+  // Jobs taken from other nodes (`terroir_pool_remote_steals` splits
+  // them by distance).
+  uint64_t steals_remote;
+  // Placed tasks sent to a node other than the spawner's.
+  uint64_t pushed;
+  // Bytes of data declared by the placed tasks that ran (data and
+  // pushed places).
+  uint64_t declared_bytes;
+  // Of those, the bytes on the node of the worker that ran the task.
+  uint64_t local_bytes;
+  // Placed tasks whose place the pool could not honour (a node or worker
+  // of another pool): they ran as unplaced tasks.
+  uint64_t unroutable;
+  // `local_bytes / declared_bytes` (the locality ratio), or -1 when no
+  // task declared data.
+  double locality_ratio;
+} terroir_stats;
+
+// One node's share of a pool's statistics (`terroir_pool_node_stats`).
+// It grows as `terroir_stats` does (set `size`, or start from
+// `TERROIR_NODE_STATS_INIT`).
+typedef struct terroir_node_stats {
+  // In: `sizeof(terroir_node_stats)` as the caller's header declares
+  // it. Out: the bytes the library filled.
+  size_t size;
+  // The node's OS number.
+  uint32_t node;
+  // Zero.
+  uint32_t reserved;
+  // Jobs its workers took from a queue or stole, and ran.
+  uint64_t jobs;
+  // Placed tasks its workers ran.
+  uint64_t placed;
+} terroir_node_stats;
+
+// Jobs stolen from nodes at one distance (`terroir_pool_remote_steals`).
+typedef struct terroir_remote_steals {
+  // The NUMA distance between the thief's node and the node the jobs
+  // came from (as in `numactl --hardware`: 10 is local).
+  uint32_t distance;
+  // Zero.
+  uint32_t reserved;
+  // Jobs taken at that distance.
+  uint64_t steals;
+} terroir_remote_steals;
 
 #ifdef __cplusplus
 extern "C" {
@@ -814,6 +888,58 @@ int terroir_label_push(const char *name);
 // newest label was pushed by a task that the calling one runs on top of
 // (during a wait inside that label).
 int terroir_label_pop(void);
+
+// `*out` = the statistics of `pool` (NULL: the current pool): its totals.
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`out`),
+// `TERROIR_ERROR_INVALID_ARGUMENT` (`out->size` not set, below the first
+// version of the struct, or absurd; nothing is written),
+// `TERROIR_ERROR_INVALID_HANDLE` (`pool`).
+//
+// # Safety
+// `out` is NULL or points to a writable `terroir_stats` of
+// `out->size` bytes.
+int terroir_pool_stats(struct terroir_pool *pool, struct terroir_stats *out);
+
+// `*out` = the share of node `index` (0 to `num_nodes - 1`, as for
+// `terroir_pool_node_id`) of `pool`'s statistics (NULL: the current pool).
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`out`),
+// `TERROIR_ERROR_INVALID_ARGUMENT` (`out->size`, as for
+// `terroir_pool_stats`), `TERROIR_ERROR_INVALID_NODE` (an index out of
+// range), `TERROIR_ERROR_INVALID_HANDLE` (`pool`).
+//
+// # Safety
+// `out` is NULL or points to a writable `terroir_node_stats` of
+// `out->size` bytes.
+int terroir_pool_node_stats(struct terroir_pool *pool,
+                            size_t index,
+                            struct terroir_node_stats *out);
+
+// The jobs `pool` (NULL: the current pool) took from other nodes, by
+// distance, nearest first: writes the first `capacity` distances into
+// `out[0 .. capacity)` and sets `*count` to the number of distances there
+// are (call with `capacity` 0 and `out` NULL to learn it). Distances at
+// which nothing was stolen are not listed; on one node, none is.
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`count`; `out` with a nonzero
+// `capacity`), `TERROIR_ERROR_INVALID_HANDLE` (`pool`).
+//
+// # Safety
+// `out` is NULL or points to `capacity` writable `terroir_remote_steals`;
+// `count` is NULL or points to a writable `size_t`.
+int terroir_pool_remote_steals(struct terroir_pool *pool,
+                               struct terroir_remote_steals *out,
+                               size_t capacity,
+                               size_t *count);
+
+// Zeroes the statistics of `pool` (NULL: the current pool).
+//
+// Errors: `TERROIR_ERROR_INVALID_HANDLE` (`pool`).
+//
+// # Safety
+// Any pointer value is accepted: handles are never dereferenced.
+int terroir_pool_reset_stats(struct terroir_pool *pool);
 
 // The version of the library the program runs against, as
 // `TERROIR_VERSION` encodes it (`MAJOR * 1000000 + MINOR * 1000 +

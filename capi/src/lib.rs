@@ -115,6 +115,7 @@ mod memory;
 mod pool;
 mod report;
 mod sized;
+mod stats;
 mod task;
 mod version;
 
@@ -139,6 +140,10 @@ pub use report::{
     terroir_record_stop, terroir_recording_destroy, terroir_report_create, terroir_report_destroy,
     terroir_report_measure, terroir_report_write, terroir_report_write_all, TerroirCounters,
     TerroirRecordOptions, TerroirRecording, TerroirReport, TerroirReportFormat,
+};
+pub use stats::{
+    terroir_pool_node_stats, terroir_pool_remote_steals, terroir_pool_reset_stats,
+    terroir_pool_stats, TerroirNodeStats, TerroirPoolStats, TerroirRemoteSteals,
 };
 pub use version::{
     terroir_version, terroir_version_string, TERROIR_VERSION, TERROIR_VERSION_MAJOR,

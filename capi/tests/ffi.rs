@@ -302,6 +302,21 @@ fn pushed_labels_are_recorded_and_bad_pops_refused() {
     }
 }
 
+/// The pool statistics (`tests/c/stats.c`): the counts of a known
+/// workload, a reset, a newer header's struct, and each error code.
+#[test]
+fn pool_statistics_count_a_known_workload_and_refuse_bad_input() {
+    let exe = compile_shared("stats", &["capi/tests/c/stats.c"]);
+    let out = stdout(&run(
+        Command::new(&exe).arg("200"),
+        Duration::from_secs(300),
+    ));
+    assert!(out.contains(" passed, 0 failed"), "{out}");
+    if let Some(out) = under_valgrind(&exe, &["20"]) {
+        assert!(out.contains(" passed, 0 failed"), "{out}");
+    }
+}
+
 #[test]
 fn c_examples_compute_what_sequential_code_does() {
     /// An example: its name (also its source's), its arguments for a plain
@@ -672,7 +687,10 @@ fn header_compiles_as_c99_and_cpp() {
         "#include <terroir.h>\nstatic terroir_place p;\n\
          static terroir_pool_config c = TERROIR_POOL_CONFIG_INIT;\n\
          static terroir_record_options o = TERROIR_RECORD_OPTIONS_INIT;\n\
-         int main(void) { (void)p; (void)c; (void)o;\n\
+         static terroir_for_options f = TERROIR_FOR_OPTIONS_INIT;\n\
+         static terroir_stats s = TERROIR_STATS_INIT;\n\
+         static terroir_node_stats n = TERROIR_NODE_STATS_INIT;\n\
+         int main(void) { (void)p; (void)c; (void)o; (void)f; (void)s; (void)n;\n\
          return TERROIR_VERSION_MAJOR * 0 + TERROIR_ERROR_OK; }\n",
     )
     .unwrap();

@@ -148,6 +148,19 @@ static void test_pools(void) {
   EXPECT_ERR(terroir_pool_global_init(NULL), TERROIR_ERROR_GLOBAL_ALREADY_INITIALIZED, "exists");
   EXPECT_ERR(terroir_pool_global(NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
 
+  /* Statistics: a size must be set; node indices are checked. */
+  terroir_stats stats = TERROIR_STATS_INIT;
+  EXPECT_OK(terroir_pool_stats(NULL, &stats));
+  EXPECT_ERR(terroir_pool_stats(NULL, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+  stats.size = 0;
+  EXPECT_ERR(terroir_pool_stats(NULL, &stats), TERROIR_ERROR_INVALID_ARGUMENT, "out->size = 0");
+  terroir_node_stats node_stats = TERROIR_NODE_STATS_INIT;
+  EXPECT_ERR(terroir_pool_node_stats(NULL, 4096, &node_stats), TERROIR_ERROR_INVALID_NODE, "out of range");
+  size_t distances = 0;
+  EXPECT_ERR(terroir_pool_remote_steals(NULL, NULL, 1, &distances), TERROIR_ERROR_NULL_POINTER, "`out`");
+  EXPECT_ERR(terroir_pool_reset_stats((terroir_pool *)(uintptr_t)0x77), TERROIR_ERROR_INVALID_HANDLE,
+             "not live");
+
   /* Not a worker. */
   size_t me = 0;
   EXPECT_ERR(terroir_current_worker(&me), TERROIR_ERROR_NOT_IN_POOL, "not a worker");
