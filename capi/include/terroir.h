@@ -191,6 +191,19 @@ typedef enum terroir_place_kind {
   TERROIR_PLACE_KIND_WORKER = 2,
   // The node holding most of `data[0 .. len)`.
   TERROIR_PLACE_KIND_DATA = 3,
+  // Temporal affinity: the worker that last ran a task spawned with the
+  // same key, the pair (`data`, `len`) (`data` is never dereferenced: any
+  // pointer, or an integer cast to one). The first task with a key runs
+  // like an unplaced one. For data reused through caches rather than
+  // pinned in memory.
+  TERROIR_PLACE_KIND_AFTER = 4,
+  // Work-pushing: `data` points to an array of `len` `terroir_access`,
+  // the regions the task reads and writes, and the task runs on the node
+  // where they cost least (Σ bytes × NUMA distance, writes counted
+  // twice; regions below the pool's threshold, 10 kB, ignored). When
+  // nothing is left, or the spawner's node is among the cheapest, it
+  // stays on the spawner's node. `len` 0 declares nothing.
+  TERROIR_PLACE_KIND_PUSHED = 5,
 } terroir_place_kind;
 
 // Which counters a recording reads (`terroir_record_options.counters`).
@@ -256,8 +269,10 @@ typedef struct terroir_report terroir_report;
 // `longjmp` may leave it).
 typedef void (*terroir_task_fn)(void *arg);
 
-// Where a task wants to run. A strict place is honoured under every
-// policy; a place that is not strict is a hint, and the pool's policy says
+// Where a task wants to run: anywhere, a node, a worker, the node of some
+// data, after the last task with the same key, or the node cheapest for
+// the data a task declares (see `terroir_place_kind`). A strict place is
+// honoured under every policy (after and pushed places once resolved); a place that is not strict is a hint, and the pool's policy says
 // what happens to it: `FLAT` and `HIERARCHICAL` ignore hints, `LOCALITY`
 // honours them as hints, `STRICT_LOCALITY` makes every node or worker
 // place strict.
@@ -273,9 +288,14 @@ typedef struct terroir_place {
   // range is exactly an allocation of `terroir_alloc_*`, its node is
   // known without a system call; otherwise one page-location query
   // (every 16th page) finds the node holding most of it, and data not
-  // touched yet gives no preference.
+  // touched yet gives no preference. For `TERROIR_PLACE_KIND_AFTER`:
+  // half of the key. For `TERROIR_PLACE_KIND_PUSHED`: the array of
+  // `terroir_access`.
   const void *data;
-  // For `TERROIR_PLACE_KIND_DATA`: the length of the data in bytes.
+  // For `TERROIR_PLACE_KIND_DATA`: the length of the data in bytes. For
+  // `TERROIR_PLACE_KIND_AFTER`: the other half of the key. For
+  // `TERROIR_PLACE_KIND_PUSHED`: the number of `terroir_access` in the
+  // array.
   size_t len;
   // Never run the task anywhere else (under the `LOCALITY` policies).
   bool strict;
@@ -433,6 +453,19 @@ typedef struct terroir_remote_steals {
   uint64_t steals;
 } terroir_remote_steals;
 
+// One region a task declares for a `TERROIR_PLACE_KIND_PUSHED` place.
+typedef struct terroir_access {
+  // The first byte. A whole allocation of `terroir_alloc_*` is placed
+  // without a system call (a blocked one share by share); other memory
+  // by one page-location query (every 16th page), and memory not
+  // touched yet has no node.
+  const void *data;
+  // Its length in bytes.
+  size_t len;
+  // The task writes the region (counted twice).
+  bool write;
+} terroir_access;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -468,13 +501,16 @@ int terroir_group_create(struct terroir_pool *pool, struct terroir_group **out);
 // `spawn … spawn … wait` code waits anyway). A task may spawn into its
 // own group.
 //
-// Errors: `TERROIR_ERROR_NULL_POINTER` (`group`, `f`, `place->data`),
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`group`, `f`, `place->data` of a
+// data place or of a pushed place with regions, a region's `data`),
 // `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an
-// unknown place kind; a data place whose `len` is above `PTRDIFF_MAX` or
-// runs past the end of the address space), `TERROIR_ERROR_INVALID_NODE` (a node the pool has
-// no worker on), `TERROIR_ERROR_INVALID_WORKER`,
-// `TERROIR_ERROR_ZERO_SIZE` (`place->len`), `TERROIR_ERROR_SYSTEM` (the
-// page-location query of a data place).
+// unknown place kind; a data place or region whose `len` is above
+// `PTRDIFF_MAX` or runs past the end of the address space; a pushed place
+// of more than 65536 regions), `TERROIR_ERROR_INVALID_NODE` (a node the
+// pool has no worker on), `TERROIR_ERROR_INVALID_WORKER`,
+// `TERROIR_ERROR_ZERO_SIZE` (`place->len` of a data place, a region's
+// `len`), `TERROIR_ERROR_SYSTEM` (the page-location query of a data
+// place or region).
 //
 // # Safety
 // `f` must be safe to call with `arg` on any thread until the group has

@@ -122,7 +122,7 @@ mod version;
 pub use error::{terroir_last_error_message, terroir_strerror, TerroirError};
 pub use group::{
     terroir_group_create, terroir_group_destroy, terroir_group_spawn, terroir_group_wait,
-    TerroirGroup, TerroirPlace, TerroirPlaceKind,
+    TerroirAccess, TerroirGroup, TerroirPlace, TerroirPlaceKind,
 };
 pub use loops::{terroir_parallel_for, TerroirForOptions, TerroirRangeFn, TerroirSchedule};
 pub use memory::{

@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 use super::error::{call, Error, TerroirError};
 use terroir::numa::{locate, mems_allowed, migrate, Migration, NodeId, Sample};
 use terroir::pool::{NodeVec, Placement};
-use terroir::Place;
+use terroir::{Access, Place};
 
 /// The element type of C memory seen from Rust: any byte (initialised or
 /// not), which other threads may write at any time.
@@ -35,6 +35,27 @@ pub(crate) fn whole_allocation_place(data: *const c_void, len: usize) -> Option<
         .get(&data.addr())
         .filter(|v| v.len() == len)
         .map(Place::data)
+}
+
+/// The declared accesses of a task that reads (or, `write`, writes)
+/// `data .. data + len` when that is exactly one of our allocations: one
+/// per node share of a blocked allocation, else one on its home node
+/// (none for an interleaved one), without a system call.
+pub(crate) fn whole_allocation_accesses(
+    data: *const c_void,
+    len: usize,
+    write: bool,
+) -> Option<Vec<Access>> {
+    let map = allocations();
+    let v = map.get(&data.addr()).filter(|v| v.len() == len)?;
+    // A data place declares the same regions, as reads.
+    Some(
+        Place::data(v)
+            .declared()
+            .iter()
+            .map(|a| Access::new(a.node(), a.bytes() as usize, write))
+            .collect(),
+    )
 }
 
 /// Checks that `ptr .. ptr + len`, a range a C caller names, could be an

@@ -317,6 +317,22 @@ fn pool_statistics_count_a_known_workload_and_refuse_bad_input() {
     }
 }
 
+/// The after and pushed place kinds (`tests/c/places.c`): tasks with one
+/// strict key on one worker, pushed tasks on the node of their data and in
+/// the statistics, and each error code.
+#[test]
+fn after_and_pushed_places_run_where_they_say() {
+    let exe = compile_shared("places", &["capi/tests/c/places.c"]);
+    let out = stdout(&run(
+        Command::new(&exe).arg("100"),
+        Duration::from_secs(300),
+    ));
+    assert!(out.contains(" passed, 0 failed"), "{out}");
+    if let Some(out) = under_valgrind(&exe, &["10"]) {
+        assert!(out.contains(" passed, 0 failed"), "{out}");
+    }
+}
+
 #[test]
 fn c_examples_compute_what_sequential_code_does() {
     /// An example: its name (also its source's), its arguments for a plain

@@ -337,6 +337,21 @@ static void test_groups(void) {
   EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "place->len = ");
   place = (terroir_place){.kind = TERROIR_PLACE_KIND_DATA, .data = (void *)(UINTPTR_MAX - 4095), .len = 8192};
   EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "address space");
+  /* Pushed places: the array and each region are checked. */
+  terroir_access regions[2] = {{buffer, sizeof buffer, false}, {NULL, 8, true}};
+  place = (terroir_place){.kind = TERROIR_PLACE_KIND_PUSHED, .data = NULL, .len = 2};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_NULL_POINTER, "`place->data`");
+  place.data = regions;
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_NULL_POINTER, "`place->data[1].data`");
+  regions[1] = (terroir_access){buffer, 0, true};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_ZERO_SIZE, "place->data[1].len is 0");
+  regions[1].len = SIZE_MAX;
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "place->data[1].len");
+  place.len = 70000;
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "at most 65536");
+  regions[1].len = sizeof buffer;
+  place.kind = 6;
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "(0 to 5)");
   /* Valid places of every kind. */
   atomic_long n = 0;
   uint32_t node0 = 0;
@@ -347,12 +362,16 @@ static void test_groups(void) {
       {.kind = TERROIR_PLACE_KIND_NODE, .node = node0, .strict = true},
       {.kind = TERROIR_PLACE_KIND_WORKER, .worker = 0},
       {.kind = TERROIR_PLACE_KIND_DATA, .data = buffer, .len = sizeof buffer},
+      {.kind = TERROIR_PLACE_KIND_AFTER, .data = buffer, .len = 1},
+      {.kind = TERROIR_PLACE_KIND_AFTER, .data = NULL, .len = 0, .strict = true},
+      {.kind = TERROIR_PLACE_KIND_PUSHED, .data = regions, .len = 2},
+      {.kind = TERROIR_PLACE_KIND_PUSHED, .data = NULL, .len = 0},
   };
   for (size_t i = 0; i < sizeof places / sizeof places[0]; i++)
     EXPECT_OK(terroir_group_spawn(g, increment, &n, &places[i]));
   EXPECT_OK(terroir_group_spawn(g, increment, &n, NULL));
   EXPECT_OK(terroir_group_wait(g));
-  EXPECT(n == 6);
+  EXPECT(n == 10);
   EXPECT_OK(terroir_group_wait(g)); /* nothing left: returns at once */
 
   /* Double destroy and use after destroy. */
