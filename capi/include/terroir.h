@@ -605,8 +605,55 @@ int terroir_alloc_on_node(size_t size, uint32_t node, void **out);
 // `out` is NULL or points to writable storage for a pointer.
 int terroir_alloc_interleaved(size_t size, void **out);
 
-// Frees memory returned by `terroir_alloc_*`. NULL is a no-op (as for
-// `free`).
+// Allocates `size` bytes cut into one contiguous share per node of the
+// list, in ascending node order (whatever the list's order), share `i`
+// bound to the `i`-th node before first touch: terroir's
+// `Placement::Blocked`. Shares are whole pages, the last node's share
+// takes the rounding; `terroir_alloc_node_of` tells which node a byte is
+// on. `nodes[0 .. num_nodes)` lists OS node numbers; NULL and 0 name
+// every node this process may allocate on. The memory reads as zeros, is
+// page-aligned, and is freed with `terroir_free`. A data place (or a
+// `terroir_parallel_for` data range) on the whole allocation knows each
+// share's node without a system call.
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`out`; `nodes` with a nonzero
+// `num_nodes`), `TERROIR_ERROR_ZERO_SIZE`, `TERROIR_ERROR_INVALID_NODE`
+// (a node this process may not allocate on; the message lists the
+// allowed ones), `TERROIR_ERROR_INVALID_ARGUMENT` (a node listed twice,
+// a list of 0 or more than 4096 nodes), `TERROIR_ERROR_OUT_OF_MEMORY`
+// (also for a size no mapping can have, such as `SIZE_MAX`).
+//
+// # Safety
+// `nodes` is NULL or points to `num_nodes` readable `uint32_t`; `out` is
+// NULL or points to writable storage for a pointer.
+int terroir_alloc_blocked(size_t size, const uint32_t *nodes, size_t num_nodes, void **out);
+
+// Allocates `size` bytes interleaved page by page over the nodes of the
+// list (`Placement::Interleave`); NULL and 0 name every node this process
+// may allocate on, as `terroir_alloc_interleaved` does. Otherwise as
+// `terroir_alloc_blocked`, with the same errors.
+//
+// # Safety
+// As `terroir_alloc_blocked`.
+int terroir_alloc_interleaved_on(size_t size, const uint32_t *nodes, size_t num_nodes, void **out);
+
+// `*node` = the node (OS number) that byte `offset` of the allocation
+// `ptr` (as `terroir_alloc_*` returned it) is bound to: its node, or its
+// share's node for a blocked allocation; -1 for memory interleaved over
+// several nodes. No system call: it is where the pages are meant to be
+// (`terroir_locate` asks the kernel where they are).
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`ptr`, `node`),
+// `TERROIR_ERROR_UNKNOWN_POINTER` (not the start of a live allocation),
+// `TERROIR_ERROR_INVALID_ARGUMENT` (`offset` not below the allocation's
+// size).
+//
+// # Safety
+// `node` is NULL or points to writable storage for an `int32_t`.
+int terroir_alloc_node_of(const void *ptr, size_t offset, int32_t *node);
+
+// Frees memory returned by `terroir_alloc_*` (any of them: on a node,
+// interleaved, blocked). NULL is a no-op (as for `free`).
 //
 // Errors: `TERROIR_ERROR_UNKNOWN_POINTER` for a pointer terroir did not
 // return or freed already (a double free is reported, not undefined).

@@ -126,8 +126,9 @@ pub use group::{
 };
 pub use loops::{terroir_parallel_for, TerroirForOptions, TerroirRangeFn, TerroirSchedule};
 pub use memory::{
-    terroir_alloc_interleaved, terroir_alloc_on_node, terroir_free, terroir_locate,
-    terroir_migrate, TerroirMigration,
+    terroir_alloc_blocked, terroir_alloc_interleaved, terroir_alloc_interleaved_on,
+    terroir_alloc_node_of, terroir_alloc_on_node, terroir_free, terroir_locate, terroir_migrate,
+    TerroirMigration,
 };
 pub use pool::{
     terroir_current_worker, terroir_join, terroir_pool_create, terroir_pool_destroy,

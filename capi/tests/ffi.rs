@@ -333,6 +333,19 @@ fn after_and_pushed_places_run_where_they_say() {
     }
 }
 
+/// Blocked and interleaved memory over node lists
+/// (`tests/c/layouts.c`): shares in node order, each byte's node, a loop
+/// over the memory, and each error code.
+#[test]
+fn blocked_and_interleaved_memory_is_where_its_layout_says() {
+    let exe = compile_shared("layouts", &["capi/tests/c/layouts.c"]);
+    let out = stdout(&run(Command::new(&exe).arg("64"), Duration::from_secs(300)));
+    assert!(out.contains(" passed, 0 failed"), "{out}");
+    if let Some(out) = under_valgrind(&exe, &["8"]) {
+        assert!(out.contains(" passed, 0 failed"), "{out}");
+    }
+}
+
 #[test]
 fn c_examples_compute_what_sequential_code_does() {
     /// An example: its name (also its source's), its arguments for a plain

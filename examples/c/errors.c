@@ -587,6 +587,17 @@ static void test_memory(void) {
   EXPECT_ERR(terroir_alloc_on_node(4096, 777, &p), TERROIR_ERROR_INVALID_NODE, "allowed nodes");
   EXPECT_ERR(terroir_alloc_interleaved(0, &p), TERROIR_ERROR_ZERO_SIZE, "size is 0");
   EXPECT_ERR(terroir_alloc_on_node(SIZE_MAX, node0, &p), TERROIR_ERROR_OUT_OF_MEMORY, "out of memory");
+  /* Blocked and interleaved over a node list: the list is checked. */
+  uint32_t twice[2] = {node0, node0}, bad_node = 777;
+  EXPECT_ERR(terroir_alloc_blocked(0, NULL, 0, &p), TERROIR_ERROR_ZERO_SIZE, "size is 0");
+  EXPECT_ERR(terroir_alloc_blocked(4096, NULL, 0, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+  EXPECT_ERR(terroir_alloc_blocked(4096, NULL, 2, &p), TERROIR_ERROR_NULL_POINTER, "`nodes`");
+  EXPECT_ERR(terroir_alloc_blocked(4096, twice, 0, &p), TERROIR_ERROR_INVALID_ARGUMENT, "num_nodes is 0");
+  EXPECT_ERR(terroir_alloc_blocked(4096, twice, 2, &p), TERROIR_ERROR_INVALID_ARGUMENT, "listed twice");
+  EXPECT_ERR(terroir_alloc_interleaved_on(4096, &bad_node, 1, &p), TERROIR_ERROR_INVALID_NODE, "allowed nodes");
+  EXPECT_ERR(terroir_alloc_interleaved_on(SIZE_MAX, NULL, 0, &p), TERROIR_ERROR_OUT_OF_MEMORY, "out of memory");
+  int32_t byte_node = 0;
+  EXPECT_ERR(terroir_alloc_node_of(&byte_node, 0, &byte_node), TERROIR_ERROR_UNKNOWN_POINTER, "not the start");
 
   size_t size = 1 << 20;
   EXPECT_OK(terroir_alloc_on_node(size, node0, &p));
