@@ -513,6 +513,60 @@ fn openmp_twins_compute_the_same() {
     }
 }
 
+/// `examples/c/omp_mix.c`, terroir tasks beside OpenMP regions in one
+/// program, in both modes and under the settings the README recommends
+/// (`examples/c/omp_mix.sh` times them): both runtimes compute what the
+/// sequential loop does.
+#[test]
+fn omp_mix_runs_both_runtimes_in_one_program() {
+    let probe = out_dir().join("omp_mix_probe.c");
+    std::fs::write(
+        &probe,
+        "#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n",
+    )
+    .unwrap();
+    let ok = Command::new(cc())
+        .args(["-fopenmp", "-o"])
+        .arg(out_dir().join("omp_mix_probe"))
+        .arg(&probe)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("the C compiler has no OpenMP (-fopenmp): omp_mix is skipped");
+        return;
+    }
+    let dir = lib_dir().display().to_string();
+    let exe = compile(
+        "omp_mix",
+        &["examples/c/omp_mix.c"],
+        &[
+            "-fopenmp",
+            "-L",
+            &dir,
+            "-lterroir",
+            "-lpthread",
+            &format!("-Wl,-rpath,{dir}"),
+        ],
+    );
+    for mode in ["alternate", "concurrent"] {
+        for passive in [false, true] {
+            let mut cmd = Command::new(&exe);
+            cmd.args([mode, "5", "3001", "1"]);
+            if passive {
+                cmd.env("OMP_WAIT_POLICY", "passive")
+                    .env("TERROIR_PIN", "0")
+                    .env("OMP_NUM_THREADS", "1")
+                    .env("TERROIR_NUM_THREADS", "1");
+            }
+            let out = stdout(&run(&mut cmd, Duration::from_secs(120)));
+            assert!(
+                out.starts_with(&format!("omp_mix mode={mode} ")) && out.contains("check=ok"),
+                "{out}"
+            );
+        }
+    }
+}
+
 /// `examples/c/group_cost.c` (and its libgomp twin, when the compiler has
 /// OpenMP) run and print their costs; under Valgrind, a million-group
 /// program in miniature leaks nothing.
