@@ -15,13 +15,18 @@
 //!   [`install_carrying_frame`]), so that a C wait from such work is
 //!   refused when it could never end.
 //!
+//! - labelled regions opened and closed by two calls ([`open_label`],
+//!   [`close_label`]), for `terroir_label_push` / `terroir_label_pop`,
+//!   which cannot wrap a closure around the region as
+//!   [`label`](crate::label) does.
+//!
 //! And what terroir-mpi needs, on the same terms (not public API, not
 //! covered by semver): [`ExternalEvent`], an event its MPI thread sets and
 //! a task waits for by running other work, as a task group's wait does.
 
 pub use crate::sched::group::{CoreError, GroupCore};
 pub use crate::sched::ExternalEvent;
-use crate::sched::WorkerThread;
+use crate::sched::{CloseLabel, OpenLabel, WorkerThread};
 use crate::ThreadPool;
 
 /// Runs `f` with the pool the calling thread is a worker of; `None` on a
@@ -77,4 +82,40 @@ impl Worker {
 /// whose parent is the caller's task-group frame.
 pub fn install_carrying_frame<R: Send>(pool: &ThreadPool, f: impl FnOnce() -> R + Send) -> R {
     crate::sched::group::install_carrying_frame(pool, f)
+}
+
+/// A labelled region opened by [`open_label`], for [`close_label`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LabelRegion(OpenLabel);
+
+/// [`close_label`] found regions or jobs opened after the region still
+/// open on the calling worker (the close comes from work nested in the
+/// region, e.g. a task run during a wait inside it): nothing was closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LabelNested;
+
+/// Opens a region labelled `name` on the calling worker, as
+/// [`label`](crate::label) does around its closure, when the worker's
+/// pool records; `None` (nothing to close) otherwise, or on a thread
+/// outside every pool. Close it with [`close_label`] on the same thread.
+/// A region still open when the job it was opened in returns is closed
+/// then (its time ends there).
+pub fn open_label(name: &'static str) -> Option<LabelRegion> {
+    WorkerThread::current()?
+        .rec_open_label(name)
+        .map(LabelRegion)
+}
+
+/// Closes `region` (from [`open_label`] on the calling thread) and records
+/// it. `Ok` too when the region is closed already (with its job, or by a
+/// new recording). [`LabelNested`] when work opened after it is still
+/// open: the region stays open.
+pub fn close_label(region: LabelRegion) -> Result<(), LabelNested> {
+    let Some(wt) = WorkerThread::current() else {
+        return Ok(());
+    };
+    match wt.rec_close_label(region.0) {
+        CloseLabel::Closed | CloseLabel::Gone => Ok(()),
+        CloseLabel::Nested => Err(LabelNested),
+    }
 }

@@ -51,8 +51,9 @@
  *  terroir_report_create compares a recording on a one-worker pool with
  *  one on the pool under study (terroir_report_measure does both runs of
  *  a function); terroir_report_write / terroir_report_write_all write the
- *  report as text, JSON, CSV, a Chrome trace or SVG; terroir_label names
- *  the regions that reports compare.
+ *  report as text, JSON, CSV, a Chrome trace or SVG; terroir_label (or
+ *  terroir_label_push / terroir_label_pop) names the regions that reports
+ *  compare. terroir_pool_stats reads a pool's scheduling statistics.
  */
 
 
@@ -76,6 +77,8 @@
 #define TERROIR_POOL_CONFIG_INIT { sizeof(terroir_pool_config), 0, 0, 0 }
 #define TERROIR_RECORD_OPTIONS_INIT { sizeof(terroir_record_options), 0, 0 }
 #define TERROIR_FOR_OPTIONS_INIT { sizeof(terroir_for_options), 0, 0, 0, NULL, 0 }
+#define TERROIR_STATS_INIT { sizeof(terroir_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0 }
+#define TERROIR_NODE_STATS_INIT { sizeof(terroir_node_stats), 0, 0, 0, 0 }
 
 
 // The major version of this header.
@@ -144,6 +147,11 @@ typedef enum terroir_error {
   // A file could not be written (the message names the path and the
   // system's error).
   TERROIR_ERROR_IO = 17,
+  // `terroir_label_pop` with no label pushed on the calling thread, or
+  // whose newest label, as the pool's recording shows, was pushed by a
+  // task that the calling one runs on top of (during a wait inside the
+  // label).
+  TERROIR_ERROR_LABEL_NOT_PUSHED = 18,
 } terroir_error;
 
 // The stealing policy of a pool (`terroir_pool_config.policy`); see the
@@ -183,6 +191,19 @@ typedef enum terroir_place_kind {
   TERROIR_PLACE_KIND_WORKER = 2,
   // The node holding most of `data[0 .. len)`.
   TERROIR_PLACE_KIND_DATA = 3,
+  // Temporal affinity: the worker that last ran a task spawned with the
+  // same key, the pair (`data`, `len`) (`data` is never dereferenced: any
+  // pointer, or an integer cast to one). The first task with a key runs
+  // like an unplaced one. For data reused through caches rather than
+  // pinned in memory.
+  TERROIR_PLACE_KIND_AFTER = 4,
+  // Work-pushing: `data` points to an array of `len` `terroir_access`,
+  // the regions the task reads and writes, and the task runs on the node
+  // where they cost least (Σ bytes × NUMA distance, writes counted
+  // twice; regions below the pool's threshold, 10 kB, ignored). When
+  // nothing is left, or the spawner's node is among the cheapest, it
+  // stays on the spawner's node. `len` 0 declares nothing.
+  TERROIR_PLACE_KIND_PUSHED = 5,
 } terroir_place_kind;
 
 // Which counters a recording reads (`terroir_record_options.counters`).
@@ -248,8 +269,10 @@ typedef struct terroir_report terroir_report;
 // `longjmp` may leave it).
 typedef void (*terroir_task_fn)(void *arg);
 
-// Where a task wants to run. A strict place is honoured under every
-// policy; a place that is not strict is a hint, and the pool's policy says
+// Where a task wants to run: anywhere, a node, a worker, the node of some
+// data, after the last task with the same key, or the node cheapest for
+// the data a task declares (see `terroir_place_kind`). A strict place is
+// honoured under every policy (after and pushed places once resolved); a place that is not strict is a hint, and the pool's policy says
 // what happens to it: `FLAT` and `HIERARCHICAL` ignore hints, `LOCALITY`
 // honours them as hints, `STRICT_LOCALITY` makes every node or worker
 // place strict.
@@ -265,9 +288,14 @@ typedef struct terroir_place {
   // range is exactly an allocation of `terroir_alloc_*`, its node is
   // known without a system call; otherwise one page-location query
   // (every 16th page) finds the node holding most of it, and data not
-  // touched yet gives no preference.
+  // touched yet gives no preference. For `TERROIR_PLACE_KIND_AFTER`:
+  // half of the key. For `TERROIR_PLACE_KIND_PUSHED`: the array of
+  // `terroir_access`.
   const void *data;
-  // For `TERROIR_PLACE_KIND_DATA`: the length of the data in bytes.
+  // For `TERROIR_PLACE_KIND_DATA`: the length of the data in bytes. For
+  // `TERROIR_PLACE_KIND_AFTER`: the other half of the key. For
+  // `TERROIR_PLACE_KIND_PUSHED`: the number of `terroir_access` in the
+  // array.
   size_t len;
   // Never run the task anywhere else (under the `LOCALITY` policies).
   bool strict;
@@ -354,6 +382,90 @@ typedef struct terroir_record_options {
   uint32_t reserved;
 } terroir_record_options;
 
+// A pool's scheduling statistics since it was built or its statistics
+// were reset (what `terroir_pool_stats` fills): what ran, where it came
+// from, and the locality of the data that placed tasks declared. Counters are
+// read without stopping the pool: a snapshot of a running pool is not
+// exact across fields.
+//
+// The struct can grow, as `terroir_pool_config` does: set `size` to
+// `sizeof(terroir_stats)` (or start from `TERROIR_STATS_INIT`);
+// the library fills the fields that fit, zeros the fields of a newer
+// header that it does not know, and sets `size` to the bytes it filled.
+typedef struct terroir_stats {
+  // In: `sizeof(terroir_stats)` as the caller's header declares it. Out: the bytes the library filled.
+  size_t size;
+  // Jobs the workers took from a queue or stole, and ran (the halves of
+  // a `terroir_join` run by the joining worker itself are not jobs).
+  uint64_t jobs;
+  // Tasks spawned with a place (a node, worker, data, after or pushed
+  // place) that ran.
+  uint64_t placed;
+  // Jobs a worker took from its own inboxes or its node's queues.
+  uint64_t from_own_queues;
+  // Jobs stolen from a worker sharing the thief's L3 cache.
+  uint64_t steals_same_l3;
+  // Jobs stolen from another worker of the thief's node.
+  uint64_t steals_same_node;
+  // Jobs taken from other nodes (`terroir_pool_remote_steals` splits
+  // them by distance).
+  uint64_t steals_remote;
+  // Placed tasks sent to a node other than the spawner's.
+  uint64_t pushed;
+  // Bytes of data declared by the placed tasks that ran (data and
+  // pushed places).
+  uint64_t declared_bytes;
+  // Of those, the bytes on the node of the worker that ran the task.
+  uint64_t local_bytes;
+  // Placed tasks whose place the pool could not honour (a node or worker
+  // of another pool): they ran as unplaced tasks.
+  uint64_t unroutable;
+  // `local_bytes / declared_bytes` (the locality ratio), or -1 when no
+  // task declared data.
+  double locality_ratio;
+} terroir_stats;
+
+// One node's share of a pool's statistics (`terroir_pool_node_stats`).
+// It grows as `terroir_stats` does (set `size`, or start from
+// `TERROIR_NODE_STATS_INIT`).
+typedef struct terroir_node_stats {
+  // In: `sizeof(terroir_node_stats)` as the caller's header declares
+  // it. Out: the bytes the library filled.
+  size_t size;
+  // The node's OS number.
+  uint32_t node;
+  // Zero.
+  uint32_t reserved;
+  // Jobs its workers took from a queue or stole, and ran.
+  uint64_t jobs;
+  // Placed tasks its workers ran.
+  uint64_t placed;
+} terroir_node_stats;
+
+// Jobs stolen from nodes at one distance (`terroir_pool_remote_steals`).
+typedef struct terroir_remote_steals {
+  // The NUMA distance between the thief's node and the node the jobs
+  // came from (as in `numactl --hardware`: 10 is local).
+  uint32_t distance;
+  // Zero.
+  uint32_t reserved;
+  // Jobs taken at that distance.
+  uint64_t steals;
+} terroir_remote_steals;
+
+// One region a task declares for a `TERROIR_PLACE_KIND_PUSHED` place.
+typedef struct terroir_access {
+  // The first byte. A whole allocation of `terroir_alloc_*` is placed
+  // without a system call (a blocked one share by share); other memory
+  // by one page-location query (every 16th page), and memory not
+  // touched yet has no node.
+  const void *data;
+  // Its length in bytes.
+  size_t len;
+  // The task writes the region (counted twice).
+  bool write;
+} terroir_access;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -389,13 +501,16 @@ int terroir_group_create(struct terroir_pool *pool, struct terroir_group **out);
 // `spawn … spawn … wait` code waits anyway). A task may spawn into its
 // own group.
 //
-// Errors: `TERROIR_ERROR_NULL_POINTER` (`group`, `f`, `place->data`),
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`group`, `f`, `place->data` of a
+// data place or of a pushed place with regions, a region's `data`),
 // `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an
-// unknown place kind; a data place whose `len` is above `PTRDIFF_MAX` or
-// runs past the end of the address space), `TERROIR_ERROR_INVALID_NODE` (a node the pool has
-// no worker on), `TERROIR_ERROR_INVALID_WORKER`,
-// `TERROIR_ERROR_ZERO_SIZE` (`place->len`), `TERROIR_ERROR_SYSTEM` (the
-// page-location query of a data place).
+// unknown place kind; a data place or region whose `len` is above
+// `PTRDIFF_MAX` or runs past the end of the address space; a pushed place
+// of more than 65536 regions), `TERROIR_ERROR_INVALID_NODE` (a node the
+// pool has no worker on), `TERROIR_ERROR_INVALID_WORKER`,
+// `TERROIR_ERROR_ZERO_SIZE` (`place->len` of a data place, a region's
+// `len`), `TERROIR_ERROR_SYSTEM` (the page-location query of a data
+// place or region).
 //
 // # Safety
 // `f` must be safe to call with `arg` on any thread until the group has
@@ -490,8 +605,55 @@ int terroir_alloc_on_node(size_t size, uint32_t node, void **out);
 // `out` is NULL or points to writable storage for a pointer.
 int terroir_alloc_interleaved(size_t size, void **out);
 
-// Frees memory returned by `terroir_alloc_*`. NULL is a no-op (as for
-// `free`).
+// Allocates `size` bytes cut into one contiguous share per node of the
+// list, in ascending node order (whatever the list's order), share `i`
+// bound to the `i`-th node before first touch: terroir's
+// `Placement::Blocked`. Shares are whole pages, the last node's share
+// takes the rounding; `terroir_alloc_node_of` tells which node a byte is
+// on. `nodes[0 .. num_nodes)` lists OS node numbers; NULL and 0 name
+// every node this process may allocate on. The memory reads as zeros, is
+// page-aligned, and is freed with `terroir_free`. A data place (or a
+// `terroir_parallel_for` data range) on the whole allocation knows each
+// share's node without a system call.
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`out`; `nodes` with a nonzero
+// `num_nodes`), `TERROIR_ERROR_ZERO_SIZE`, `TERROIR_ERROR_INVALID_NODE`
+// (a node this process may not allocate on; the message lists the
+// allowed ones), `TERROIR_ERROR_INVALID_ARGUMENT` (a node listed twice,
+// a list of 0 or more than 4096 nodes), `TERROIR_ERROR_OUT_OF_MEMORY`
+// (also for a size no mapping can have, such as `SIZE_MAX`).
+//
+// # Safety
+// `nodes` is NULL or points to `num_nodes` readable `uint32_t`; `out` is
+// NULL or points to writable storage for a pointer.
+int terroir_alloc_blocked(size_t size, const uint32_t *nodes, size_t num_nodes, void **out);
+
+// Allocates `size` bytes interleaved page by page over the nodes of the
+// list (`Placement::Interleave`); NULL and 0 name every node this process
+// may allocate on, as `terroir_alloc_interleaved` does. Otherwise as
+// `terroir_alloc_blocked`, with the same errors.
+//
+// # Safety
+// As `terroir_alloc_blocked`.
+int terroir_alloc_interleaved_on(size_t size, const uint32_t *nodes, size_t num_nodes, void **out);
+
+// `*node` = the node (OS number) that byte `offset` of the allocation
+// `ptr` (as `terroir_alloc_*` returned it) is bound to: its node, or its
+// share's node for a blocked allocation; -1 for memory interleaved over
+// several nodes. No system call: it is where the pages are meant to be
+// (`terroir_locate` asks the kernel where they are).
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`ptr`, `node`),
+// `TERROIR_ERROR_UNKNOWN_POINTER` (not the start of a live allocation),
+// `TERROIR_ERROR_INVALID_ARGUMENT` (`offset` not below the allocation's
+// size).
+//
+// # Safety
+// `node` is NULL or points to writable storage for an `int32_t`.
+int terroir_alloc_node_of(const void *ptr, size_t offset, int32_t *node);
+
+// Frees memory returned by `terroir_alloc_*` (any of them: on a node,
+// interleaved, blocked). NULL is a no-op (as for `free`).
 //
 // Errors: `TERROIR_ERROR_UNKNOWN_POINTER` for a pointer terroir did not
 // return or freed already (a double free is reported, not undefined).
@@ -771,6 +933,96 @@ int terroir_report_destroy(struct terroir_report *report);
 // `name` is NULL or a NUL-terminated string; `f` must be safe to call
 // with `arg` on the calling thread.
 int terroir_label(const char *name, terroir_task_fn f, void *arg);
+
+// Opens a labelled region on the calling thread, NVTX-style: the region
+// lasts until the matching `terroir_label_pop`, and is reported as
+// `terroir_label`'s callback is (its time, minus the labelled regions and
+// waits inside it, under `name`, when the pool of the calling worker
+// records; nothing is recorded otherwise, or on a thread outside every
+// pool, but the push still counts for its pop).
+//
+// Pushes and pops nest per thread, as NVTX ranges do: a pop closes the
+// newest label pushed on the calling thread. A worker runs other tasks
+// while one waits, on the same thread, so each task pops exactly the
+// labels it pushed (balanced, like braces), before it returns. A region
+// a task leaves open is recorded as ending when the task's job ends
+// (its label stays on the thread's list until popped). A pop of a label
+// that the pool's recording shows was pushed by a task below the
+// calling one (which runs during that task's wait) is refused with
+// `TERROIR_ERROR_LABEL_NOT_PUSHED`.
+//
+// `name` is copied (the caller may free it at once), interned as for
+// `terroir_label`: at most 4096 distinct names, each of 1 to 256 bytes of
+// UTF-8.
+//
+// Errors (nothing is pushed): `TERROIR_ERROR_NULL_POINTER` (`name`),
+// `TERROIR_ERROR_INVALID_ARGUMENT` (an empty name, a name longer than 256
+// bytes, or not UTF-8), `TERROIR_ERROR_OUT_OF_MEMORY` (a 4097th distinct
+// name, or a 1025th label open on the thread).
+//
+// # Safety
+// `name` is NULL or a NUL-terminated string.
+int terroir_label_push(const char *name);
+
+// Closes the region of the calling thread's newest `terroir_label_push`.
+//
+// Errors (nothing is popped): `TERROIR_ERROR_LABEL_NOT_PUSHED` when the
+// thread has no label pushed, or when the pool's recording shows that its
+// newest label was pushed by a task that the calling one runs on top of
+// (during a wait inside that label).
+int terroir_label_pop(void);
+
+// `*out` = the statistics of `pool` (NULL: the current pool): its totals.
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`out`),
+// `TERROIR_ERROR_INVALID_ARGUMENT` (`out->size` not set, below the first
+// version of the struct, or absurd; nothing is written),
+// `TERROIR_ERROR_INVALID_HANDLE` (`pool`).
+//
+// # Safety
+// `out` is NULL or points to a writable `terroir_stats` of
+// `out->size` bytes.
+int terroir_pool_stats(struct terroir_pool *pool, struct terroir_stats *out);
+
+// `*out` = the share of node `index` (0 to `num_nodes - 1`, as for
+// `terroir_pool_node_id`) of `pool`'s statistics (NULL: the current pool).
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`out`),
+// `TERROIR_ERROR_INVALID_ARGUMENT` (`out->size`, as for
+// `terroir_pool_stats`), `TERROIR_ERROR_INVALID_NODE` (an index out of
+// range), `TERROIR_ERROR_INVALID_HANDLE` (`pool`).
+//
+// # Safety
+// `out` is NULL or points to a writable `terroir_node_stats` of
+// `out->size` bytes.
+int terroir_pool_node_stats(struct terroir_pool *pool,
+                            size_t index,
+                            struct terroir_node_stats *out);
+
+// The jobs `pool` (NULL: the current pool) took from other nodes, by
+// distance, nearest first: writes the first `capacity` distances into
+// `out[0 .. capacity)` and sets `*count` to the number of distances there
+// are (call with `capacity` 0 and `out` NULL to learn it). Distances at
+// which nothing was stolen are not listed; on one node, none is.
+//
+// Errors: `TERROIR_ERROR_NULL_POINTER` (`count`; `out` with a nonzero
+// `capacity`), `TERROIR_ERROR_INVALID_HANDLE` (`pool`).
+//
+// # Safety
+// `out` is NULL or points to `capacity` writable `terroir_remote_steals`;
+// `count` is NULL or points to a writable `size_t`.
+int terroir_pool_remote_steals(struct terroir_pool *pool,
+                               struct terroir_remote_steals *out,
+                               size_t capacity,
+                               size_t *count);
+
+// Zeroes the statistics of `pool` (NULL: the current pool).
+//
+// Errors: `TERROIR_ERROR_INVALID_HANDLE` (`pool`).
+//
+// # Safety
+// Any pointer value is accepted: handles are never dereferenced.
+int terroir_pool_reset_stats(struct terroir_pool *pool);
 
 // The version of the library the program runs against, as
 // `TERROIR_VERSION` encodes it (`MAJOR * 1000000 + MINOR * 1000 +

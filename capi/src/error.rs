@@ -64,11 +64,16 @@ pub enum TerroirError {
     /// A file could not be written (the message names the path and the
     /// system's error).
     Io = 17,
+    /// `terroir_label_pop` with no label pushed on the calling thread, or
+    /// whose newest label, as the pool's recording shows, was pushed by a
+    /// task that the calling one runs on top of (during a wait inside the
+    /// label).
+    LabelNotPushed = 18,
 }
 
 impl TerroirError {
     /// Every code, for `terroir_strerror` and the tests.
-    pub(crate) const ALL: [TerroirError; 18] = [
+    pub(crate) const ALL: [TerroirError; 19] = [
         TerroirError::Ok,
         TerroirError::NullPointer,
         TerroirError::InvalidHandle,
@@ -87,6 +92,7 @@ impl TerroirError {
         TerroirError::AlreadyRecording,
         TerroirError::NotRecording,
         TerroirError::Io,
+        TerroirError::LabelNotPushed,
     ];
 
     fn describe(self) -> &'static CStr {
@@ -117,6 +123,9 @@ impl TerroirError {
             TerroirError::AlreadyRecording => c"the pool is recording already",
             TerroirError::NotRecording => c"the pool is not recording (no recording was started)",
             TerroirError::Io => c"a file could not be written",
+            TerroirError::LabelNotPushed => {
+                c"terroir_label_pop without a matching terroir_label_push on this thread"
+            }
         }
     }
 }

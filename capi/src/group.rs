@@ -19,11 +19,11 @@ use std::ffi::{c_int, c_void};
 
 use super::error::{call, Error, TerroirError};
 use super::handle::{LocalFree, Table};
-use super::memory::{check_range, whole_allocation_place, Bytes};
+use super::memory::{check_range, whole_allocation_accesses, whole_allocation_place, Bytes};
 use super::pool::{handle_ptr, with_pool, TerroirPool, TerroirTaskFn};
 use super::task::CTask;
 use terroir::__capi::{CoreError, GroupCore};
-use terroir::{Place, ThreadPool};
+use terroir::{Access, Place, ThreadPool};
 
 /// An opaque task-group handle (a key into terroir's handle table, like
 /// `terroir_pool`).
@@ -43,10 +43,43 @@ pub enum TerroirPlaceKind {
     Worker = 2,
     /// The node holding most of `data[0 .. len)`.
     Data = 3,
+    /// Temporal affinity: the worker that last ran a task spawned with the
+    /// same key, the pair (`data`, `len`) (`data` is never dereferenced: any
+    /// pointer, or an integer cast to one). The first task with a key runs
+    /// like an unplaced one. For data reused through caches rather than
+    /// pinned in memory.
+    After = 4,
+    /// Work-pushing: `data` points to an array of `len` `terroir_access`,
+    /// the regions the task reads and writes, and the task runs on the node
+    /// where they cost least (Σ bytes × NUMA distance, writes counted
+    /// twice; regions below the pool's threshold, 10 kB, ignored). When
+    /// nothing is left, or the spawner's node is among the cheapest, it
+    /// stays on the spawner's node. `len` 0 declares nothing.
+    Pushed = 5,
 }
 
-/// Where a task wants to run. A strict place is honoured under every
-/// policy; a place that is not strict is a hint, and the pool's policy says
+/// One region a task declares for a `TERROIR_PLACE_KIND_PUSHED` place.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TerroirAccess {
+    /// The first byte. A whole allocation of `terroir_alloc_*` is placed
+    /// without a system call (a blocked one share by share); other memory
+    /// by one page-location query (every 16th page), and memory not
+    /// touched yet has no node.
+    pub data: *const c_void,
+    /// Its length in bytes.
+    pub len: usize,
+    /// The task writes the region (counted twice).
+    pub write: bool,
+}
+
+/// The most regions a pushed place may declare.
+const MAX_ACCESSES: usize = 1 << 16;
+
+/// Where a task wants to run: anywhere, a node, a worker, the node of some
+/// data, after the last task with the same key, or the node cheapest for
+/// the data a task declares (see `terroir_place_kind`). A strict place is
+/// honoured under every policy (after and pushed places once resolved); a place that is not strict is a hint, and the pool's policy says
 /// what happens to it: `FLAT` and `HIERARCHICAL` ignore hints, `LOCALITY`
 /// honours them as hints, `STRICT_LOCALITY` makes every node or worker
 /// place strict.
@@ -64,9 +97,14 @@ pub struct TerroirPlace {
     /// range is exactly an allocation of `terroir_alloc_*`, its node is
     /// known without a system call; otherwise one page-location query
     /// (every 16th page) finds the node holding most of it, and data not
-    /// touched yet gives no preference.
+    /// touched yet gives no preference. For `TERROIR_PLACE_KIND_AFTER`:
+    /// half of the key. For `TERROIR_PLACE_KIND_PUSHED`: the array of
+    /// `terroir_access`.
     pub data: *const c_void,
-    /// For `TERROIR_PLACE_KIND_DATA`: the length of the data in bytes.
+    /// For `TERROIR_PLACE_KIND_DATA`: the length of the data in bytes. For
+    /// `TERROIR_PLACE_KIND_AFTER`: the other half of the key. For
+    /// `TERROIR_PLACE_KIND_PUSHED`: the number of `terroir_access` in the
+    /// array.
     pub len: usize,
     /// Never run the task anywhere else (under the `LOCALITY` policies).
     pub strict: bool,
@@ -124,13 +162,64 @@ pub(crate) fn to_place(pool: &ThreadPool, place: Option<&TerroirPlace>) -> Resul
                 }
             }
         }
+        k if k == TerroirPlaceKind::After as u32 => Place::after((p.data.addr(), p.len)),
+        k if k == TerroirPlaceKind::Pushed as u32 => Place::pushed(accesses(p)?),
         k => {
             return Err(Error::invalid(format!(
-                "place->kind = {k} is not a terroir_place_kind (0 to 3)"
+                "place->kind = {k} is not a terroir_place_kind (0 to 5)"
             )))
         }
     };
     Ok(if p.strict { made.strict() } else { made })
+}
+
+/// The regions a pushed place declares (`place->data`, `place->len`
+/// entries), checked.
+fn accesses(p: &TerroirPlace) -> Result<Vec<Access>, Error> {
+    if p.len == 0 {
+        return Ok(Vec::new());
+    }
+    if p.data.is_null() {
+        return Err(Error::null("place->data"));
+    }
+    if p.len > MAX_ACCESSES {
+        return Err(Error::invalid(format!(
+            "place->len = {} regions: a pushed place declares at most {MAX_ACCESSES}",
+            p.len
+        )));
+    }
+    // SAFETY: non-null, and the C caller promises `len` readable
+    // `terroir_access` entries there (at most MAX_ACCESSES: no overflow).
+    let list = unsafe { std::slice::from_raw_parts(p.data.cast::<TerroirAccess>(), p.len) };
+    let mut out = Vec::with_capacity(list.len());
+    for (i, a) in list.iter().enumerate() {
+        if a.data.is_null() {
+            return Err(Error::null(&format!("place->data[{i}].data")));
+        }
+        if a.len == 0 {
+            return Err(Error::new(
+                TerroirError::ZeroSize,
+                format!("place->data[{i}].len is 0"),
+            ));
+        }
+        check_range(
+            a.data,
+            a.len,
+            &format!("place->data[{i}].data"),
+            &format!("place->data[{i}].len"),
+        )?;
+        match whole_allocation_accesses(a.data, a.len, a.write) {
+            Some(found) => out.extend(found),
+            None => {
+                // SAFETY: as for a data place: non-null, checked range,
+                // memory of this process (the caller's promise); only the
+                // address and length are read.
+                let bytes = unsafe { std::slice::from_raw_parts(a.data.cast::<Bytes>(), a.len) };
+                out.push(Access::slice(bytes, a.write)?);
+            }
+        }
+    }
+    Ok(out)
 }
 
 thread_local!(static FREE_GROUP_SLOTS: LocalFree = const { LocalFree::new() });
@@ -222,13 +311,16 @@ pub unsafe extern "C" fn terroir_group_create(
 /// `spawn … spawn … wait` code waits anyway). A task may spawn into its
 /// own group.
 ///
-/// Errors: `TERROIR_ERROR_NULL_POINTER` (`group`, `f`, `place->data`),
+/// Errors: `TERROIR_ERROR_NULL_POINTER` (`group`, `f`, `place->data` of a
+/// data place or of a pushed place with regions, a region's `data`),
 /// `TERROIR_ERROR_INVALID_HANDLE`, `TERROIR_ERROR_INVALID_ARGUMENT` (an
-/// unknown place kind; a data place whose `len` is above `PTRDIFF_MAX` or
-/// runs past the end of the address space), `TERROIR_ERROR_INVALID_NODE` (a node the pool has
-/// no worker on), `TERROIR_ERROR_INVALID_WORKER`,
-/// `TERROIR_ERROR_ZERO_SIZE` (`place->len`), `TERROIR_ERROR_SYSTEM` (the
-/// page-location query of a data place).
+/// unknown place kind; a data place or region whose `len` is above
+/// `PTRDIFF_MAX` or runs past the end of the address space; a pushed place
+/// of more than 65536 regions), `TERROIR_ERROR_INVALID_NODE` (a node the
+/// pool has no worker on), `TERROIR_ERROR_INVALID_WORKER`,
+/// `TERROIR_ERROR_ZERO_SIZE` (`place->len` of a data place, a region's
+/// `len`), `TERROIR_ERROR_SYSTEM` (the page-location query of a data
+/// place or region).
 ///
 /// # Safety
 /// `f` must be safe to call with `arg` on any thread until the group has

@@ -92,7 +92,9 @@
 //! formats. Recordings and reports are handles like pools and groups.
 //! `terroir_label` is [`label`](terroir::label); its names, `&'static str`
 //! in Rust, are copied once into a process-wide table of at most 4096
-//! names (see `report.rs`).
+//! names (see `report.rs`). `terroir_label_push` / `terroir_label_pop` are
+//! the same regions opened and closed by two calls (NVTX's form), through
+//! `terroir::__capi::open_label` and `close_label`.
 //!
 //! [`ThreadPool::start_recording`]: terroir::ThreadPool::start_recording
 //! [`ThreadPool::stop_recording`]: terroir::ThreadPool::stop_recording
@@ -113,18 +115,20 @@ mod memory;
 mod pool;
 mod report;
 mod sized;
+mod stats;
 mod task;
 mod version;
 
 pub use error::{terroir_last_error_message, terroir_strerror, TerroirError};
 pub use group::{
     terroir_group_create, terroir_group_destroy, terroir_group_spawn, terroir_group_wait,
-    TerroirGroup, TerroirPlace, TerroirPlaceKind,
+    TerroirAccess, TerroirGroup, TerroirPlace, TerroirPlaceKind,
 };
 pub use loops::{terroir_parallel_for, TerroirForOptions, TerroirRangeFn, TerroirSchedule};
 pub use memory::{
-    terroir_alloc_interleaved, terroir_alloc_on_node, terroir_free, terroir_locate,
-    terroir_migrate, TerroirMigration,
+    terroir_alloc_blocked, terroir_alloc_interleaved, terroir_alloc_interleaved_on,
+    terroir_alloc_node_of, terroir_alloc_on_node, terroir_free, terroir_locate, terroir_migrate,
+    TerroirMigration,
 };
 pub use pool::{
     terroir_current_worker, terroir_join, terroir_pool_create, terroir_pool_destroy,
@@ -133,10 +137,14 @@ pub use pool::{
     TerroirPoolConfig, TerroirTaskFn,
 };
 pub use report::{
-    terroir_label, terroir_record_start, terroir_record_stop, terroir_recording_destroy,
-    terroir_report_create, terroir_report_destroy, terroir_report_measure, terroir_report_write,
-    terroir_report_write_all, TerroirCounters, TerroirRecordOptions, TerroirRecording,
-    TerroirReport, TerroirReportFormat,
+    terroir_label, terroir_label_pop, terroir_label_push, terroir_record_start,
+    terroir_record_stop, terroir_recording_destroy, terroir_report_create, terroir_report_destroy,
+    terroir_report_measure, terroir_report_write, terroir_report_write_all, TerroirCounters,
+    TerroirRecordOptions, TerroirRecording, TerroirReport, TerroirReportFormat,
+};
+pub use stats::{
+    terroir_pool_node_stats, terroir_pool_remote_steals, terroir_pool_reset_stats,
+    terroir_pool_stats, TerroirNodeStats, TerroirPoolStats, TerroirRemoteSteals,
 };
 pub use version::{
     terroir_version, terroir_version_string, TERROIR_VERSION, TERROIR_VERSION_MAJOR,

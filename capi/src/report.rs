@@ -34,7 +34,7 @@ use super::pool::{handle_ptr, with_pool, write, TerroirPool, TerroirTaskFn};
 use super::sized::{read_sized, SizedStruct};
 use super::task::CTask;
 use std::io::Write as _;
-use terroir::__capi::install_carrying_frame;
+use terroir::__capi::{close_label, install_carrying_frame, open_label, LabelRegion};
 use terroir::report::InflationReport;
 use terroir::report::{RecordError, RecordOptions, Recording};
 
@@ -577,6 +577,120 @@ pub unsafe extern "C" fn terroir_label(
         let task = CTask::new(f, arg);
         terroir::label(name, || task.run());
         Ok(())
+    })
+}
+
+/// Labels a thread may have pushed and not popped
+/// (`terroir_label_push`).
+const MAX_PUSHED: usize = 1024;
+
+/// A label pushed by `terroir_label_push` and not popped yet.
+struct Pushed {
+    name: &'static str,
+    /// Its region, when the pool of the calling worker recorded at the
+    /// push.
+    region: Option<LabelRegion>,
+}
+
+thread_local! {
+    /// The labels this thread pushed, innermost last.
+    static PUSHED: RefCell<Vec<Pushed>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Opens a labelled region on the calling thread, NVTX-style: the region
+/// lasts until the matching `terroir_label_pop`, and is reported as
+/// `terroir_label`'s callback is (its time, minus the labelled regions and
+/// waits inside it, under `name`, when the pool of the calling worker
+/// records; nothing is recorded otherwise, or on a thread outside every
+/// pool, but the push still counts for its pop).
+///
+/// Pushes and pops nest per thread, as NVTX ranges do: a pop closes the
+/// newest label pushed on the calling thread. A worker runs other tasks
+/// while one waits, on the same thread, so each task pops exactly the
+/// labels it pushed (balanced, like braces), before it returns. A region
+/// a task leaves open is recorded as ending when the task's job ends
+/// (its label stays on the thread's list until popped). A pop of a label
+/// that the pool's recording shows was pushed by a task below the
+/// calling one (which runs during that task's wait) is refused with
+/// `TERROIR_ERROR_LABEL_NOT_PUSHED`.
+///
+/// `name` is copied (the caller may free it at once), interned as for
+/// `terroir_label`: at most 4096 distinct names, each of 1 to 256 bytes of
+/// UTF-8.
+///
+/// Errors (nothing is pushed): `TERROIR_ERROR_NULL_POINTER` (`name`),
+/// `TERROIR_ERROR_INVALID_ARGUMENT` (an empty name, a name longer than 256
+/// bytes, or not UTF-8), `TERROIR_ERROR_OUT_OF_MEMORY` (a 4097th distinct
+/// name, or a 1025th label open on the thread).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn terroir_label_push(name: *const c_char) -> c_int {
+    call("terroir_label_push", || {
+        if name.is_null() {
+            return Err(Error::null("name"));
+        }
+        // SAFETY: non-null and NUL-terminated (the caller's promise).
+        let name = label_name(unsafe { CStr::from_ptr(name) })?;
+        PUSHED
+            .try_with(|p| {
+                let mut pushed = p.borrow_mut();
+                if pushed.len() >= MAX_PUSHED {
+                    return Err(Error::new(
+                        TerroirError::OutOfMemory,
+                        format!(
+                            "label {name:?}: the thread has {MAX_PUSHED} labels pushed and not \
+                             popped, the most terroir keeps (a terroir_label_pop missing?)"
+                        ),
+                    ));
+                }
+                pushed.push(Pushed {
+                    name,
+                    region: open_label(name),
+                });
+                Ok(())
+            })
+            .map_err(|_| Error::invalid("the calling thread is exiting"))?
+    })
+}
+
+/// Closes the region of the calling thread's newest `terroir_label_push`.
+///
+/// Errors (nothing is popped): `TERROIR_ERROR_LABEL_NOT_PUSHED` when the
+/// thread has no label pushed, or when the pool's recording shows that its
+/// newest label was pushed by a task that the calling one runs on top of
+/// (during a wait inside that label).
+#[no_mangle]
+pub extern "C" fn terroir_label_pop() -> c_int {
+    call("terroir_label_pop", || {
+        PUSHED
+            .try_with(|p| {
+                let mut pushed = p.borrow_mut();
+                let Some(top) = pushed.last() else {
+                    return Err(Error::new(
+                        TerroirError::LabelNotPushed,
+                        "the calling thread has no label pushed (more pops than \
+                         terroir_label_push calls)",
+                    ));
+                };
+                if let Some(region) = top.region {
+                    close_label(region).map_err(|_| {
+                        Error::new(
+                            TerroirError::LabelNotPushed,
+                            format!(
+                                "the thread's newest label, {:?}, was pushed by a task that this \
+                                 one runs on top of (during a wait inside the label): a task \
+                                 pops only the labels it pushed",
+                                top.name
+                            ),
+                        )
+                    })?;
+                }
+                pushed.pop();
+                Ok(())
+            })
+            .map_err(|_| Error::invalid("the calling thread is exiting"))?
     })
 }
 

@@ -10,6 +10,11 @@
 //!
 //! Every field's zero is its default, so all bytes after the caller's
 //! struct read as zeros.
+//!
+//! A struct the library fills (`terroir_stats`) grows the same way:
+//! the caller sets `size`, the library writes what fits ([`write_sized`]),
+//! zeros the fields of a newer header that it does not know, and sets
+//! `size` to the bytes it filled.
 
 use std::mem::size_of;
 
@@ -60,28 +65,8 @@ pub(crate) unsafe fn read_sized<T: SizedStruct>(ptr: *const T) -> Result<Option<
     // field (the caller's promise). Unaligned: nothing is assumed of a C
     // caller's pointer beyond what it promises.
     let size = unsafe { ptr.cast::<usize>().read_unaligned() };
+    check_size::<T>(size)?;
     let (name, arg) = (T::C_NAME, T::ARG);
-    if size < T::MIN_SIZE {
-        let hint = if size == 0 {
-            format!(
-                " (set it to sizeof({name}), or start from TERROIR_{}_INIT)",
-                name.trim_start_matches("terroir_").to_uppercase()
-            )
-        } else {
-            String::new()
-        };
-        return Err(Error::invalid(format!(
-            "{arg}->size = {size} is smaller than the first version of {name} ({} bytes){hint}",
-            T::MIN_SIZE
-        )));
-    }
-    if size > MAX_STRUCT_SIZE {
-        return Err(Error::invalid(format!(
-            "{arg}->size = {size} is not the size of a {name} (this library's has {} bytes; \
-             a newer one has at most {MAX_STRUCT_SIZE}): was it set to sizeof({name})?",
-            size_of::<T>()
-        )));
-    }
     let known = size_of::<T>();
     let bytes = ptr.cast::<u8>();
     if size > known {
@@ -104,6 +89,70 @@ pub(crate) unsafe fn read_sized<T: SizedStruct>(ptr: *const T) -> Result<Option<
     // do not overlap (`value` is a local).
     unsafe { std::ptr::copy_nonoverlapping(bytes, (&raw mut value).cast::<u8>(), size.min(known)) };
     Ok(Some(value))
+}
+
+/// Writes `value` into a caller's struct whose first field `size` (set by
+/// the caller) says how many bytes it has: the first `min(size,
+/// size_of::<T>())` bytes of `value`, zeros after them (the fields of a
+/// newer header that this library does not know), and `size` set to the
+/// number of bytes this library filled (`min(size, size_of::<T>())`), so
+/// that a caller knows which of its fields were written.
+///
+/// Errors: NULL (`TERROIR_ERROR_NULL_POINTER`, naming `T::ARG`), and a
+/// `size` below the first version's or above [`MAX_STRUCT_SIZE`]
+/// (`TERROIR_ERROR_INVALID_ARGUMENT`); nothing is written then.
+///
+/// # Safety
+/// `ptr` is NULL or points to a readable `usize` which, when it is a
+/// size within `T::MIN_SIZE ..= MAX_STRUCT_SIZE`, is the number of
+/// writable bytes at `ptr`.
+pub(crate) unsafe fn write_sized<T: SizedStruct>(ptr: *mut T, value: T) -> Result<(), Error> {
+    if ptr.is_null() {
+        return Err(Error::null(T::ARG));
+    }
+    // SAFETY: non-null, and it points to at least the leading `size`
+    // field (the caller's promise); unaligned, as in `read_sized`.
+    let size = unsafe { ptr.cast::<usize>().read_unaligned() };
+    check_size::<T>(size)?;
+    let known = size_of::<T>();
+    let filled = size.min(known);
+    let bytes = ptr.cast::<u8>();
+    // SAFETY: the caller's struct has `size` writable bytes, of which the
+    // first `filled` receive `value`'s (a local: no overlap) and the rest
+    // zeros; then its leading `usize` the number of bytes filled.
+    unsafe {
+        std::ptr::copy_nonoverlapping((&raw const value).cast::<u8>(), bytes, filled);
+        std::ptr::write_bytes(bytes.add(filled), 0, size - filled);
+        ptr.cast::<usize>().write_unaligned(filled);
+    }
+    Ok(())
+}
+
+/// The checks of a caller's `size` (see [`read_sized`]).
+fn check_size<T: SizedStruct>(size: usize) -> Result<(), Error> {
+    let (name, arg) = (T::C_NAME, T::ARG);
+    if size < T::MIN_SIZE {
+        let hint = if size == 0 {
+            format!(
+                " (set it to sizeof({name}), or start from TERROIR_{}_INIT)",
+                name.trim_start_matches("terroir_").to_uppercase()
+            )
+        } else {
+            String::new()
+        };
+        return Err(Error::invalid(format!(
+            "{arg}->size = {size} is smaller than the first version of {name} ({} bytes){hint}",
+            T::MIN_SIZE
+        )));
+    }
+    if size > MAX_STRUCT_SIZE {
+        return Err(Error::invalid(format!(
+            "{arg}->size = {size} is not the size of a {name} (this library's has {} bytes; \
+             a newer one has at most {MAX_STRUCT_SIZE}): was it set to sizeof({name})?",
+            size_of::<T>()
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -222,5 +271,53 @@ mod tests {
             assert_eq!(e.code, TerroirError::InvalidArgument);
             assert!(e.message.contains(needle), "{size}: {}", e.message);
         }
+    }
+
+    #[test]
+    fn a_written_struct_fills_what_fits_and_zeros_the_rest() {
+        let value = V2 {
+            size: 0,
+            a: 1,
+            b: 2,
+        };
+        let mut newer = V3 {
+            v2: V2 {
+                size: size_of::<V3>(),
+                a: 9,
+                b: 9,
+            },
+            c: 7,
+            d: 7,
+        };
+        // SAFETY: a whole V3 of `size` bytes.
+        unsafe { write_sized((&raw mut newer).cast::<V2>(), value) }.unwrap();
+        assert_eq!(
+            newer.v2,
+            V2 {
+                size: size_of::<V2>(),
+                a: 1,
+                b: 2
+            }
+        );
+        assert_eq!((newer.c, newer.d), (0, 0));
+        let mut bad = V2 {
+            size: 3,
+            a: 5,
+            b: 5,
+        };
+        // SAFETY: refused before any write past `size`.
+        let e = unsafe { write_sized(&raw mut bad, value) }.unwrap_err();
+        assert_eq!(e.code, TerroirError::InvalidArgument);
+        assert_eq!(
+            bad,
+            V2 {
+                size: 3,
+                a: 5,
+                b: 5
+            }
+        );
+        // SAFETY: NULL is refused.
+        let e = unsafe { write_sized(std::ptr::null_mut::<V2>(), value) }.unwrap_err();
+        assert_eq!(e.code, TerroirError::NullPointer);
     }
 }

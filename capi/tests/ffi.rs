@@ -286,6 +286,66 @@ fn parallel_for_covers_each_index_once_and_refuses_bad_input() {
     }
 }
 
+/// `terroir_label_push` / `terroir_label_pop` (`tests/c/labels.c`):
+/// pushed regions recorded like `terroir_label`'s (counted in a report of
+/// two recordings), names freed after the push, and each error code.
+#[test]
+fn pushed_labels_are_recorded_and_bad_pops_refused() {
+    let exe = compile_shared("labels", &["capi/tests/c/labels.c"]);
+    let out = stdout(&run(
+        Command::new(&exe).arg("200"),
+        Duration::from_secs(300),
+    ));
+    assert!(out.contains(" passed, 0 failed"), "{out}");
+    if let Some(out) = under_valgrind(&exe, &["20"]) {
+        assert!(out.contains(" passed, 0 failed"), "{out}");
+    }
+}
+
+/// The pool statistics (`tests/c/stats.c`): the counts of a known
+/// workload, a reset, a newer header's struct, and each error code.
+#[test]
+fn pool_statistics_count_a_known_workload_and_refuse_bad_input() {
+    let exe = compile_shared("stats", &["capi/tests/c/stats.c"]);
+    let out = stdout(&run(
+        Command::new(&exe).arg("200"),
+        Duration::from_secs(300),
+    ));
+    assert!(out.contains(" passed, 0 failed"), "{out}");
+    if let Some(out) = under_valgrind(&exe, &["20"]) {
+        assert!(out.contains(" passed, 0 failed"), "{out}");
+    }
+}
+
+/// The after and pushed place kinds (`tests/c/places.c`): tasks with one
+/// strict key on one worker, pushed tasks on the node of their data and in
+/// the statistics, and each error code.
+#[test]
+fn after_and_pushed_places_run_where_they_say() {
+    let exe = compile_shared("places", &["capi/tests/c/places.c"]);
+    let out = stdout(&run(
+        Command::new(&exe).arg("100"),
+        Duration::from_secs(300),
+    ));
+    assert!(out.contains(" passed, 0 failed"), "{out}");
+    if let Some(out) = under_valgrind(&exe, &["10"]) {
+        assert!(out.contains(" passed, 0 failed"), "{out}");
+    }
+}
+
+/// Blocked and interleaved memory over node lists
+/// (`tests/c/layouts.c`): shares in node order, each byte's node, a loop
+/// over the memory, and each error code.
+#[test]
+fn blocked_and_interleaved_memory_is_where_its_layout_says() {
+    let exe = compile_shared("layouts", &["capi/tests/c/layouts.c"]);
+    let out = stdout(&run(Command::new(&exe).arg("64"), Duration::from_secs(300)));
+    assert!(out.contains(" passed, 0 failed"), "{out}");
+    if let Some(out) = under_valgrind(&exe, &["8"]) {
+        assert!(out.contains(" passed, 0 failed"), "{out}");
+    }
+}
+
 #[test]
 fn c_examples_compute_what_sequential_code_does() {
     /// An example: its name (also its source's), its arguments for a plain
@@ -450,6 +510,60 @@ fn openmp_twins_compute_the_same() {
             Duration::from_secs(120),
         ));
         check_example_line(&out, name.trim_end_matches("_omp"));
+    }
+}
+
+/// `examples/c/omp_mix.c`, terroir tasks beside OpenMP regions in one
+/// program, in both modes and under the settings the README recommends
+/// (`examples/c/omp_mix.sh` times them): both runtimes compute what the
+/// sequential loop does.
+#[test]
+fn omp_mix_runs_both_runtimes_in_one_program() {
+    let probe = out_dir().join("omp_mix_probe.c");
+    std::fs::write(
+        &probe,
+        "#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n",
+    )
+    .unwrap();
+    let ok = Command::new(cc())
+        .args(["-fopenmp", "-o"])
+        .arg(out_dir().join("omp_mix_probe"))
+        .arg(&probe)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("the C compiler has no OpenMP (-fopenmp): omp_mix is skipped");
+        return;
+    }
+    let dir = lib_dir().display().to_string();
+    let exe = compile(
+        "omp_mix",
+        &["examples/c/omp_mix.c"],
+        &[
+            "-fopenmp",
+            "-L",
+            &dir,
+            "-lterroir",
+            "-lpthread",
+            &format!("-Wl,-rpath,{dir}"),
+        ],
+    );
+    for mode in ["alternate", "concurrent"] {
+        for passive in [false, true] {
+            let mut cmd = Command::new(&exe);
+            cmd.args([mode, "5", "3001", "1"]);
+            if passive {
+                cmd.env("OMP_WAIT_POLICY", "passive")
+                    .env("TERROIR_PIN", "0")
+                    .env("OMP_NUM_THREADS", "1")
+                    .env("TERROIR_NUM_THREADS", "1");
+            }
+            let out = stdout(&run(&mut cmd, Duration::from_secs(120)));
+            assert!(
+                out.starts_with(&format!("omp_mix mode={mode} ")) && out.contains("check=ok"),
+                "{out}"
+            );
+        }
     }
 }
 
@@ -656,7 +770,10 @@ fn header_compiles_as_c99_and_cpp() {
         "#include <terroir.h>\nstatic terroir_place p;\n\
          static terroir_pool_config c = TERROIR_POOL_CONFIG_INIT;\n\
          static terroir_record_options o = TERROIR_RECORD_OPTIONS_INIT;\n\
-         int main(void) { (void)p; (void)c; (void)o;\n\
+         static terroir_for_options f = TERROIR_FOR_OPTIONS_INIT;\n\
+         static terroir_stats s = TERROIR_STATS_INIT;\n\
+         static terroir_node_stats n = TERROIR_NODE_STATS_INIT;\n\
+         int main(void) { (void)p; (void)c; (void)o; (void)f; (void)s; (void)n;\n\
          return TERROIR_VERSION_MAJOR * 0 + TERROIR_ERROR_OK; }\n",
     )
     .unwrap();

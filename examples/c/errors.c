@@ -3,7 +3,7 @@
  * (NULL pointers, invalid nodes and workers, zero sizes, double destroys,
  * stale and garbage handles, waiting on a group from inside its own
  * tasks, recordings started twice or stopped without a start, bad paths,
- * formats and label names), and a few things that must work (nested
+ * formats, label names and pops without a push), and a few things that must work (nested
  * spawns, places, memory on nodes, pools used from several threads,
  * reports written to any path). Prints one line per failed
  * check and a summary line "errors: N passed, M failed"; exit status 1 if
@@ -147,6 +147,19 @@ static void test_pools(void) {
   EXPECT_ERR(terroir_pool_destroy(global), TERROIR_ERROR_INVALID_ARGUMENT, "global pool");
   EXPECT_ERR(terroir_pool_global_init(NULL), TERROIR_ERROR_GLOBAL_ALREADY_INITIALIZED, "exists");
   EXPECT_ERR(terroir_pool_global(NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+
+  /* Statistics: a size must be set; node indices are checked. */
+  terroir_stats stats = TERROIR_STATS_INIT;
+  EXPECT_OK(terroir_pool_stats(NULL, &stats));
+  EXPECT_ERR(terroir_pool_stats(NULL, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+  stats.size = 0;
+  EXPECT_ERR(terroir_pool_stats(NULL, &stats), TERROIR_ERROR_INVALID_ARGUMENT, "out->size = 0");
+  terroir_node_stats node_stats = TERROIR_NODE_STATS_INIT;
+  EXPECT_ERR(terroir_pool_node_stats(NULL, 4096, &node_stats), TERROIR_ERROR_INVALID_NODE, "out of range");
+  size_t distances = 0;
+  EXPECT_ERR(terroir_pool_remote_steals(NULL, NULL, 1, &distances), TERROIR_ERROR_NULL_POINTER, "`out`");
+  EXPECT_ERR(terroir_pool_reset_stats((terroir_pool *)(uintptr_t)0x77), TERROIR_ERROR_INVALID_HANDLE,
+             "not live");
 
   /* Not a worker. */
   size_t me = 0;
@@ -324,6 +337,21 @@ static void test_groups(void) {
   EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "place->len = ");
   place = (terroir_place){.kind = TERROIR_PLACE_KIND_DATA, .data = (void *)(UINTPTR_MAX - 4095), .len = 8192};
   EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "address space");
+  /* Pushed places: the array and each region are checked. */
+  terroir_access regions[2] = {{buffer, sizeof buffer, false}, {NULL, 8, true}};
+  place = (terroir_place){.kind = TERROIR_PLACE_KIND_PUSHED, .data = NULL, .len = 2};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_NULL_POINTER, "`place->data`");
+  place.data = regions;
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_NULL_POINTER, "`place->data[1].data`");
+  regions[1] = (terroir_access){buffer, 0, true};
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_ZERO_SIZE, "place->data[1].len is 0");
+  regions[1].len = SIZE_MAX;
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "place->data[1].len");
+  place.len = 70000;
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "at most 65536");
+  regions[1].len = sizeof buffer;
+  place.kind = 6;
+  EXPECT_ERR(terroir_group_spawn(g, noop, NULL, &place), TERROIR_ERROR_INVALID_ARGUMENT, "(0 to 5)");
   /* Valid places of every kind. */
   atomic_long n = 0;
   uint32_t node0 = 0;
@@ -334,12 +362,16 @@ static void test_groups(void) {
       {.kind = TERROIR_PLACE_KIND_NODE, .node = node0, .strict = true},
       {.kind = TERROIR_PLACE_KIND_WORKER, .worker = 0},
       {.kind = TERROIR_PLACE_KIND_DATA, .data = buffer, .len = sizeof buffer},
+      {.kind = TERROIR_PLACE_KIND_AFTER, .data = buffer, .len = 1},
+      {.kind = TERROIR_PLACE_KIND_AFTER, .data = NULL, .len = 0, .strict = true},
+      {.kind = TERROIR_PLACE_KIND_PUSHED, .data = regions, .len = 2},
+      {.kind = TERROIR_PLACE_KIND_PUSHED, .data = NULL, .len = 0},
   };
   for (size_t i = 0; i < sizeof places / sizeof places[0]; i++)
     EXPECT_OK(terroir_group_spawn(g, increment, &n, &places[i]));
   EXPECT_OK(terroir_group_spawn(g, increment, &n, NULL));
   EXPECT_OK(terroir_group_wait(g));
-  EXPECT(n == 6);
+  EXPECT(n == 10);
   EXPECT_OK(terroir_group_wait(g)); /* nothing left: returns at once */
 
   /* Double destroy and use after destroy. */
@@ -555,6 +587,17 @@ static void test_memory(void) {
   EXPECT_ERR(terroir_alloc_on_node(4096, 777, &p), TERROIR_ERROR_INVALID_NODE, "allowed nodes");
   EXPECT_ERR(terroir_alloc_interleaved(0, &p), TERROIR_ERROR_ZERO_SIZE, "size is 0");
   EXPECT_ERR(terroir_alloc_on_node(SIZE_MAX, node0, &p), TERROIR_ERROR_OUT_OF_MEMORY, "out of memory");
+  /* Blocked and interleaved over a node list: the list is checked. */
+  uint32_t twice[2] = {node0, node0}, bad_node = 777;
+  EXPECT_ERR(terroir_alloc_blocked(0, NULL, 0, &p), TERROIR_ERROR_ZERO_SIZE, "size is 0");
+  EXPECT_ERR(terroir_alloc_blocked(4096, NULL, 0, NULL), TERROIR_ERROR_NULL_POINTER, "`out`");
+  EXPECT_ERR(terroir_alloc_blocked(4096, NULL, 2, &p), TERROIR_ERROR_NULL_POINTER, "`nodes`");
+  EXPECT_ERR(terroir_alloc_blocked(4096, twice, 0, &p), TERROIR_ERROR_INVALID_ARGUMENT, "num_nodes is 0");
+  EXPECT_ERR(terroir_alloc_blocked(4096, twice, 2, &p), TERROIR_ERROR_INVALID_ARGUMENT, "listed twice");
+  EXPECT_ERR(terroir_alloc_interleaved_on(4096, &bad_node, 1, &p), TERROIR_ERROR_INVALID_NODE, "allowed nodes");
+  EXPECT_ERR(terroir_alloc_interleaved_on(SIZE_MAX, NULL, 0, &p), TERROIR_ERROR_OUT_OF_MEMORY, "out of memory");
+  int32_t byte_node = 0;
+  EXPECT_ERR(terroir_alloc_node_of(&byte_node, 0, &byte_node), TERROIR_ERROR_UNKNOWN_POINTER, "not the start");
 
   size_t size = 1 << 20;
   EXPECT_OK(terroir_alloc_on_node(size, node0, &p));
@@ -734,6 +777,14 @@ static void test_report(void) {
   EXPECT_ERR(terroir_label(long_name, increment, &calls), TERROIR_ERROR_INVALID_ARGUMENT, "longer than 256");
   EXPECT_ERR(terroir_label("leaf", NULL, &calls), TERROIR_ERROR_NULL_POINTER, "`f`");
   EXPECT(calls == 3);
+  /* Pushed labels: the same names checked; a pop needs a push. */
+  EXPECT_ERR(terroir_label_push(NULL), TERROIR_ERROR_NULL_POINTER, "`name`");
+  EXPECT_ERR(terroir_label_push(""), TERROIR_ERROR_INVALID_ARGUMENT, "empty");
+  EXPECT_ERR(terroir_label_push(long_name), TERROIR_ERROR_INVALID_ARGUMENT, "longer than 256");
+  EXPECT_ERR(terroir_label_pop(), TERROIR_ERROR_LABEL_NOT_PUSHED, "no label pushed");
+  EXPECT_OK(terroir_label_push("leaf"));
+  EXPECT_OK(terroir_label_pop());
+  EXPECT_ERR(terroir_label_pop(), TERROIR_ERROR_LABEL_NOT_PUSHED, "more pops than");
 
   /* Measuring: the work may neither restart nor stop the recording it
    * runs in; a pool that records already cannot be measured. */

@@ -61,6 +61,7 @@ pub use record::{
     RecordOptions, Recording, StealLevel, StealRecord, TaskRecord, Unavailable, WaitRecord,
     WorkerTimes,
 };
+pub(crate) use record::{CloseLabel, OpenLabel};
 pub(crate) use registry::global_registry;
 pub use route::Distribution;
 pub use scope::{in_place_scope, scope, Scope};

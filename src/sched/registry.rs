@@ -17,6 +17,7 @@ use super::policy::{Policy, Seat, StealPlan};
 use super::record::{
     self, Owner, PoolMeta, PoolRecorder, RecordError, RecordOptions, Recording, Slot,
 };
+use super::route::PlacedTask;
 use super::route::{Distribution, RECENT_SLOTS};
 use super::sleep::Sleep;
 use super::stats::WorkerStats;
@@ -542,6 +543,18 @@ impl Registry {
         }
     }
 
+    /// A `'static` job at `place` whose body may find its task gone
+    /// ([`spawn_placed_claim`](Self::spawn_placed_claim)): `f` gets the
+    /// placed task's book-keeping, to start only if it runs the task.
+    pub(crate) fn spawn_static_claim<F>(&self, place: &Place, f: F)
+    where
+        F: FnOnce(PlacedTask) + Send + 'static,
+    {
+        let body = self.static_body_with(f);
+        // SAFETY: the body is 'static.
+        unsafe { self.spawn_placed_claim(place, body) }
+    }
+
     /// `f` as the body of a `'static` job: it holds one count of the
     /// pool's life (taken now, given back when it ends), and its panic
     /// goes to the panic handler.
@@ -549,16 +562,26 @@ impl Registry {
     where
         F: FnOnce() + Send + 'static,
     {
+        let body = self.static_body_with(move |()| f());
+        move || body(())
+    }
+
+    /// [`static_body`](Self::static_body) for a body that takes an
+    /// argument from its job.
+    fn static_body_with<A, F>(&self, f: F) -> impl FnOnce(A) + Send + 'static
+    where
+        F: FnOnce(A) + Send + 'static,
+    {
         self.terminate_count.fetch_add(1, Ordering::Relaxed);
         let registry = RegistryPtr(self);
-        move || {
+        move |arg| {
             let registry = registry;
             // SAFETY: the job runs on a worker of this registry (only its
             // workers take jobs from its queues), which holds an `Arc` of
             // it until it exits, and it cannot exit before this job ends:
             // the job's terminate count keeps the pool from terminating.
             let registry = unsafe { &*registry.0 };
-            if let Err(p) = halt_unwinding(f) {
+            if let Err(p) = halt_unwinding(move || f(arg)) {
                 registry.handle_panic(p);
             }
             registry.terminate();

@@ -265,6 +265,28 @@ impl Registry {
     where
         F: FnOnce() + Send,
     {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.spawn_placed_claim(place, move |task: PlacedTask| {
+                let _run = task.begins();
+                body()
+            })
+        }
+    }
+
+    /// [`spawn_placed`](Self::spawn_placed) for a job that may find its
+    /// task gone (a claim of a group's task started from outside the pool,
+    /// which another job or a wait may take first): `body` gets the placed
+    /// task's book-keeping and calls [`PlacedTask::begins`] only if it runs
+    /// the task, so that a job that runs nothing counts nothing in the
+    /// statistics and sets no temporal key.
+    ///
+    /// # Safety
+    /// As [`spawn_placed`](Self::spawn_placed).
+    pub(crate) unsafe fn spawn_placed_claim<F>(&self, place: &Place, body: F)
+    where
+        F: FnOnce(PlacedTask) + Send,
+    {
         let here = WorkerThread::current().filter(|wt| std::ptr::eq(&*wt.registry, self));
         let route = self.route(place, here);
         let mut task = PlacedTask::of(place);
@@ -273,10 +295,7 @@ impl Registry {
             task.push = self.rec_push_id();
         }
         let push = task.push;
-        let job = HeapJob::new(move || {
-            let _run = task.begins();
-            body()
-        });
+        let job = HeapJob::new(move || body(task));
         // SAFETY: forwarded from the caller.
         let job = unsafe { job.into_job_ref(self.frame_node(route, here)) };
         self.push_routed(route, job, here);

@@ -30,6 +30,7 @@ use crate::sched::join_flagged;
 use crate::sched::latch::{Latch, WorkerLatch};
 use crate::sched::place::Place;
 use crate::sched::registry::Registry;
+use crate::sched::route::PlacedTask;
 use crate::sched::unwind::halt_unwinding;
 use crate::sched::worker::WorkerThread;
 
@@ -190,17 +191,19 @@ impl Batch {
         self.count.fetch_add(1, Ordering::Relaxed);
         let batch = BatchPtr(self);
         let place = started.place.clone();
-        let body = move || {
+        let body = move |placed: PlacedTask| {
             let batch = batch;
             // SAFETY: as in `spawn`.
             let batch = unsafe { &*batch.0 };
             if let Some(task) = started.take() {
+                let _run = placed.begins();
                 batch.core().run_started(task, Some(batch));
             }
             batch.job_done();
         };
-        // SAFETY: as in `spawn`.
-        unsafe { self.registry().spawn_placed(&place, body) };
+        // SAFETY: as in `spawn`. The claim counts as a placed task only if
+        // it runs the task (the job started with it may have taken it).
+        unsafe { self.registry().spawn_placed_claim(&place, body) };
     }
 
     fn job_done(&self) {

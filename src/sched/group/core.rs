@@ -477,8 +477,11 @@ impl GroupCore {
         let registry = unsafe { &*inner.registry };
         // The group holds a keep-alive count of the pool, so the pool runs
         // this job.
-        registry.spawn_static(Some(&place), move || {
+        // The job counts as a placed task only if it runs the task (a wait
+        // may claim it first, and runs it at its place itself).
+        registry.spawn_static_claim(&place, move |placed| {
             if let Some(task) = started.take() {
+                let _run = placed.begins();
                 // SAFETY: the task is counted in `started`, so the group is
                 // busy, and alive, until `run_started` counts it done.
                 let core = unsafe { core.get() };

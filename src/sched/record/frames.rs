@@ -28,6 +28,32 @@ pub(super) struct Frame {
     counted: bool,
     counts: [u64; MAX_COUNTERS],
     child_counts: [u64; MAX_COUNTERS],
+    /// A labelled region opened without a scope (the C API's
+    /// `terroir_label_push`): its id on this worker; 0 for a scoped frame
+    /// (a job, a wait, a [`label`] closure).
+    detached: u64,
+}
+
+/// A labelled region opened by [`WorkerThread::rec_open_label`]: where
+/// its frame is on the worker's stack, and its id there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OpenLabel {
+    depth: usize,
+    id: u64,
+}
+
+/// What [`WorkerThread::rec_close_label`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CloseLabel {
+    /// The region's frame was the newest: closed and recorded.
+    Closed,
+    /// The region's frame is gone: closed with the job it was left open
+    /// in, or dropped by a new recording.
+    Gone,
+    /// Frames opened after the region's are still open (the close comes
+    /// from a job run on top of the region, e.g. during a wait inside
+    /// it): nothing was closed.
+    Nested,
 }
 
 /// A worker's own recording state.
@@ -49,6 +75,8 @@ pub(crate) struct WorkerRec {
     /// What reading a counted task's counters costs, ns (`Auto`; a moving
     /// average of the measured cost).
     read_cost: Cell<i64>,
+    /// The id of the last region opened by `rec_open_label`.
+    last_detached: Cell<u64>,
 }
 
 /// First guess of what a counted task's reads cost (two `read(2)` calls in
@@ -67,6 +95,7 @@ impl WorkerRec {
             seen: Cell::new(0),
             budget: Cell::new(FIRST_READ_COST_NS),
             read_cost: Cell::new(FIRST_READ_COST_NS),
+            last_detached: Cell::new(0),
         }
     }
 
@@ -241,16 +270,70 @@ impl WorkerThread {
             counted,
             counts,
             child_counts: [0; MAX_COUNTERS],
+            detached: 0,
         });
         self.rec_slot().open.fetch_add(1, Ordering::SeqCst);
         true
     }
 
-    /// Closes the newest frame (opened by `rec_push` returning true) and
-    /// emits it if it is a task.
+    /// Closes the frame opened by the matching `rec_push` (which returned
+    /// true), the newest scoped frame, and emits it if it is a task. Frames
+    /// of labelled regions opened inside it without a scope
+    /// ([`rec_open_label`](Self::rec_open_label)) and left open are closed
+    /// first, ending now: a C task that returns with a label pushed does
+    /// not make the next frames close the wrong ones.
     #[cold]
     #[inline(never)]
     pub(crate) fn rec_pop(&self) {
+        while self
+            .rec_state()
+            .frames
+            .borrow()
+            .last()
+            .is_some_and(|f| f.detached != 0)
+        {
+            self.rec_pop_newest();
+        }
+        self.rec_pop_newest();
+    }
+
+    /// Opens a labelled region without a scope (the C API's
+    /// `terroir_label_push`) if the pool records: a task frame labelled
+    /// `name`, closed by [`rec_close_label`](Self::rec_close_label), or by
+    /// the scoped frame it was opened in if that closes first.
+    pub(crate) fn rec_open_label(&self, name: &'static str) -> Option<OpenLabel> {
+        if !self.rec_push(Label::Named(name), true) {
+            return None;
+        }
+        let me = self.rec_state();
+        let mut frames = me.frames.borrow_mut();
+        let depth = frames.len() - 1;
+        let id = me.last_detached.get().wrapping_add(1).max(1);
+        me.last_detached.set(id);
+        frames[depth].detached = id;
+        Some(OpenLabel { depth, id })
+    }
+
+    /// Closes the region `open` when its frame is the newest (see
+    /// [`CloseLabel`]).
+    pub(crate) fn rec_close_label(&self, open: OpenLabel) -> CloseLabel {
+        let frames = self.rec_state().frames.borrow();
+        match frames.get(open.depth) {
+            Some(f) if f.detached == open.id => {
+                if frames.len() == open.depth + 1 {
+                    drop(frames);
+                    self.rec_pop_newest();
+                    CloseLabel::Closed
+                } else {
+                    CloseLabel::Nested
+                }
+            }
+            _ => CloseLabel::Gone,
+        }
+    }
+
+    /// Closes the newest frame and emits it if it is a task.
+    fn rec_pop_newest(&self) {
         let end = now_ns();
         let me = self.rec_state();
         let Some(f) = me.frames.borrow_mut().pop() else {

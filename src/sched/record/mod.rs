@@ -83,7 +83,7 @@ pub use self::counters::{Counter, Unavailable};
 use self::counters::{CounterGroup, MAX_COUNTERS};
 pub use self::events::{PushRecord, QueueSample, StealLevel, StealRecord, WaitRecord};
 pub use self::frames::label;
-pub(crate) use self::frames::WorkerRec;
+pub(crate) use self::frames::{CloseLabel, OpenLabel, WorkerRec};
 use self::session::SlotData;
 pub(crate) use self::session::{record, start, stop, Owner, PoolMeta, PoolRecorder, Slot};
 use crate::numa::NodeId;

@@ -404,3 +404,56 @@ fn counters_are_read_on_the_sampled_tasks_and_inside_them() {
     let m = &short.counter_method;
     assert!(m.counted >= 1 && m.counted < m.labelled / 4, "{m:?}");
 }
+
+/// Regions opened and closed by two calls (the C API's
+/// `terroir_label_push` / `_pop`): nested ones are recorded like `label`'s,
+/// a close from work nested in the region is refused, and a region left
+/// open when its job returns is closed with the job, so the job's own
+/// frame and the frames after it still close the right frames.
+#[test]
+fn regions_opened_without_a_scope_nest_and_close_with_their_job() {
+    use crate::__capi::{close_label, open_label, LabelNested};
+    let pool = pool(1);
+    // Not recording: nothing to open.
+    assert_eq!(pool.install(|| open_label("x")), None);
+    let options = RecordOptions::timestamps_only();
+    pool.start_recording(&options).unwrap();
+    pool.install(|| {
+        let outer = open_label("outer").expect("recording");
+        let inner = open_label("inner").expect("recording");
+        // A close of the outer region while the inner one is open.
+        assert_eq!(close_label(outer), Err(LabelNested));
+        label("scoped", || std::hint::black_box(1));
+        assert_eq!(close_label(inner), Ok(()));
+        assert_eq!(close_label(outer), Ok(()));
+        // Closed already: nothing happens.
+        assert_eq!(close_label(outer), Ok(()));
+        crate::scope(|s| {
+            s.spawn(|_| {
+                // Left open: closed when this job returns.
+                let _ = open_label("left-open");
+            });
+        });
+        label("after", || std::hint::black_box(2));
+    });
+    let rec = pool.stop_recording().unwrap();
+    for name in ["outer", "inner", "scoped", "left-open", "after"] {
+        assert_eq!(labelled(&rec, name), 1, "{name}");
+    }
+    let find = |name: &str| rec.tasks.iter().find(|t| t.label.as_str() == name).unwrap();
+    let (outer, inner) = (find("outer"), find("inner"));
+    assert!(outer.start_ns <= inner.start_ns && inner.end_ns <= outer.end_ns);
+    // Both jobs (the install's and the scope task's) were recorded: the
+    // scope task's frame was not taken for the region left open in it
+    // (which would leave the install's frame open, never recorded).
+    let jobs: Vec<_> = rec
+        .tasks
+        .iter()
+        .filter(|t| t.label == Label::Unlabelled)
+        .collect();
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    let left = find("left-open");
+    assert!(jobs
+        .iter()
+        .any(|j| j.start_ns <= left.start_ns && left.end_ns <= j.end_ns));
+}
