@@ -5,9 +5,10 @@
 #   - heat with 1, 2 and 3 ranks (TERROIR_NUM_THREADS=1 each), verified
 #     against the sequential computation; uneven splits; overlap off;
 #     more ranks than rows refused with a clear error;
-#   - the binding doctor: no warning for one rank per NUMA node, and its
-#     warnings for a narrow mask (bound to a core, 2 threads; taskset),
-#     for ranks sharing CPUs (--bind-to none), and MULTIPLE threading.
+#   - the binding doctor: no warning for one rank per NUMA node nor for
+#     unbound ranks that split their CPUs, and its warnings for a narrow
+#     mask (bound to a core, 2 threads; taskset), for ranks whose pools
+#     share CPUs (one unbound rank more than CPUs), and MULTIPLE threading.
 #
 #   scripts/mpi.sh
 #
@@ -83,12 +84,19 @@ if [ "$(nproc --all)" -gt 1 ]; then
   expect taskset -c 0 "${mpirun[@]}" -np 1 --bind-to none "$doctor" \
     --expect "warning: rank 0 may run on 1 CPU\(s\) for 1 thread\(s\)"
 fi
-# Unbound ranks share every CPU.
-expect "${mpirun[@]}" -np 2 --bind-to none "$doctor" \
-  --expect "warning: ranks 0 and 1 on .* may both run on CPUs"
+# Unbound ranks with the same mask split it: as many ranks as CPUs, one
+# CPU each, no warning; one rank more, and ranks 0 and <CPUs> share CPU 0.
+cpus=$(nproc --all)
+expect "${mpirun[@]}" -np "$cpus" --bind-to none "$doctor" --expect "^bindings: ok$"
+if [ "$cpus" = 2 ]; then
+  expect "${mpirun[@]}" -np 2 --bind-to none "$doctor" \
+    --expect "^ +0 .* 0-1 +0 " "^ +1 .* 0-1 +1 "
+fi
+expect "${mpirun[@]}" -np $((cpus + 1)) --bind-to none "$doctor" \
+  --expect "warning: ranks 0 and $cpus on .* both have CPUs 0 in their pools"
 # --strict turns a warning into exit status 2.
 echo "+ doctor --strict (warning expected: status 2)"
-if "${mpirun[@]}" -np 2 --bind-to none "$doctor" --strict >/dev/null 2>&1; then
+if "${mpirun[@]}" -np $((cpus + 1)) --bind-to none "$doctor" --strict >/dev/null 2>&1; then
   fail "doctor --strict exited 0 despite a warning"
 fi
 

@@ -46,6 +46,7 @@
 
 mod comm;
 pub mod doctor;
+mod progress;
 mod rank;
 mod split;
 
