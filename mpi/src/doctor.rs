@@ -9,8 +9,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use mpi::datatype::PartitionMut;
-use mpi::traits::{Communicator, Root};
 use terroir::numa::{CpuSet, NodeSet};
 
 use crate::Rank;
@@ -297,37 +295,10 @@ impl fmt::Display for Report {
 
 /// Gathers one string per rank on rank 0 (by rank).
 fn gather_text(rank: &Rank, text: &str) -> Option<Vec<String>> {
-    let world = rank.world();
-    let root = world.process_at_rank(0);
-    let bytes = text.as_bytes();
-    let len = i32::try_from(bytes.len()).unwrap_or(i32::MAX);
-    if world.rank() != 0 {
-        root.gather_into(&len);
-        root.gather_varcount_into(bytes);
-        return None;
-    }
-    let mut lens = vec![0i32; world.size() as usize];
-    root.gather_into_root(&len, &mut lens[..]);
-    let displs: Vec<i32> = lens
-        .iter()
-        .scan(0i32, |acc, &l| {
-            let d = *acc;
-            *acc += l;
-            Some(d)
-        })
-        .collect();
-    let total = lens.iter().map(|&l| l as usize).sum();
-    let mut all = vec![0u8; total];
-    {
-        let mut partition = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
-        root.gather_varcount_into_root(bytes, &mut partition);
-    }
+    let all = crate::gather::gather_bytes(rank.world(), text.as_bytes())?;
     Some(
-        lens.iter()
-            .zip(&displs)
-            .map(|(&l, &d)| {
-                String::from_utf8_lossy(&all[d as usize..(d + l) as usize]).into_owned()
-            })
+        all.iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
             .collect(),
     )
 }
