@@ -3,12 +3,10 @@
 //!
 //! Measured on a 2-CPU machine (`heat`, 2 ranks × 1 worker, each rank's
 //! worker on a CPU of its own): a loop that polls and yields the CPU
-//! between fruitless rounds (`sched_yield`) stays runnable, and a runnable
-//! thread that yielded to the worker sharing its CPU runs again only when
-//! the worker's time slice is over: the MPI thread waited about 1 ms per
-//! step on the run queue, and preempted the worker about 3 times per step.
-//! Short sleeps instead cost a wake-up each, about 20–30 µs of CPU on a
-//! virtual machine, taken from the worker. So the thread sleeps long while
+//! between fruitless rounds (`sched_yield`) stays runnable, took 17–19
+//! time slices per step and had its worker preempted 8–12 times per step.
+//! Short sleeps instead cost a wake-up each, 17–33 µs of CPU on a virtual
+//! machine, taken from the worker. So the thread sleeps long while
 //! the rank's tasks have other work, and polls only while a task waits for
 //! a transfer with nothing else to do ([`Waker::waiting`], [`Backoff`]):
 //! the waiter's CPU is free then. A posted send wakes it (the other rank
