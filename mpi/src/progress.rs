@@ -10,8 +10,9 @@
 //! the rank's tasks have other work, and polls only while a task waits for
 //! a transfer with nothing else to do ([`Waker::waiting`], [`Backoff`]):
 //! the waiter's CPU is free then. A posted send wakes it (the other rank
-//! needs the message); a posted receive does not (it is matched when the
-//! thread next runs, at the latest when a task waits for it).
+//! needs the message) and yields the CPU to it; a posted receive does not
+//! (it is matched when the thread next runs, at the latest when a task
+//! waits for it).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};

@@ -120,9 +120,10 @@ impl Builder {
     /// unbound) split them: each such rank's pool then takes its own share
     /// of the CPUs (the ranks in the order of their rank numbers, a
     /// contiguous share each; one CPU each, round robin, when there are
-    /// more ranks than CPUs), and its workers are pinned there. Without
-    /// it every rank pins its workers to the same first CPUs of the mask,
-    /// where they compete while the other CPUs idle.
+    /// more ranks than CPUs), and its workers are pinned there; the
+    /// calling thread (the MPI thread) is bound to the share too, and stays
+    /// so. Without it every rank pins its workers to the same first CPUs
+    /// of the mask, where they compete while the other CPUs idle.
     ///
     /// Default: on. When it applies it sets the pool builder's topology
     /// (this machine's, restricted to the share): turn it off to keep a
@@ -176,6 +177,11 @@ impl Builder {
             let masks = host_masks(&local, &cpus);
             if let Some(share) = cpu_share(&masks, local.rank() as usize) {
                 pool = pool.topology(topology_over(&share).map_err(InitError::Cpus)?);
+                // The MPI thread (this one) with its workers: unbound, it
+                // woke on other ranks' CPUs and waited there while its own
+                // worker's CPU idled. Best effort: the pool is placed
+                // either way.
+                let _ = terroir::numa::bind_current_thread(&share);
                 pool_cpus = share;
             }
         }
