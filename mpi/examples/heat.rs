@@ -5,9 +5,13 @@
 //! against a sequential computation (bit for bit) and prints one line.
 //!
 //! ```text
-//! mpirun -np 2 target/release/examples/heat [--rows R] [--cols C] [--steps S] [--no-overlap]
+//! mpirun -np 2 target/release/examples/heat [--rows R] [--cols C] [--steps S] [--no-overlap] [--report DIR]
 //! heat ranks=2 threads=1 size=1024x1024 steps=100 overlap=on time_s=… verified=true
 //! ```
+//!
+//! With `--report DIR` (built with `--features report`) every rank records
+//! its pool during the steps and rank 0 writes the job's inflation report
+//! and Chrome trace (a process per rank) into `DIR`.
 //!
 //! The top edge is held at 1.0, the other edges at 0.0; a cell becomes the
 //! mean of its four neighbours.
@@ -36,6 +40,8 @@ struct Args {
     steps: usize,
     overlap: bool,
     verify: bool,
+    /// Where rank 0 writes the job's report (`--report`).
+    report: Option<std::path::PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -45,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
         steps: 100,
         overlap: true,
         verify: true,
+        report: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -59,10 +66,19 @@ fn parse_args() -> Result<Args, String> {
             "--steps" => a.steps = num("--steps")?,
             "--no-overlap" => a.overlap = false,
             "--no-verify" => a.verify = false,
+            "--report" => {
+                let dir = it.next().ok_or("--report needs a directory")?;
+                if cfg!(not(feature = "report")) {
+                    return Err("--report needs terroir-mpi's `report` feature \
+                                (cargo build --features report)"
+                        .into());
+                }
+                a.report = Some(dir.into());
+            }
             other => {
                 return Err(format!(
                     "unknown argument {other:?} (--rows R --cols C --steps S --no-overlap \
-                     --no-verify)"
+                     --no-verify --report DIR)"
                 ))
             }
         }
@@ -327,6 +343,26 @@ fn gather(
     Ok(Some(grid))
 }
 
+/// Gathers the ranks' recordings; rank 0 writes the job's report into
+/// `dir` and prints one line. Collective.
+#[cfg(feature = "report")]
+fn write_report(
+    rank: &Rank,
+    recording: Option<&terroir_mpi::report::RankRecording>,
+    dir: &std::path::Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(job) = terroir_mpi::report::JobRecording::gather(rank, recording)? {
+        job.write_all(dir)?;
+        let tasks: usize = job.ranks.iter().map(|r| r.tasks.len()).sum();
+        println!(
+            "report: ranks={} tasks={tasks} dir={}",
+            job.ranks.len(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 fn main() {
     let args = parse_args().unwrap_or_else(|e| {
         eprintln!("heat: {e}");
@@ -348,13 +384,30 @@ fn main() {
     };
     rank.world().barrier();
     let start = Instant::now();
-    let stepped = rank.run(|comm| (0..args.steps).try_for_each(|_| block.step(comm, args.overlap)));
+    let steps = |comm: &Comm| (0..args.steps).try_for_each(|_| block.step(comm, args.overlap));
+    #[cfg(feature = "report")]
+    let (stepped, recording) = if args.report.is_some() {
+        let (stepped, recording) = rank.run_recorded(steps);
+        (stepped, Some(recording))
+    } else {
+        (rank.run(steps), None)
+    };
+    #[cfg(not(feature = "report"))]
+    let stepped = rank.run(steps);
     rank.world().barrier();
     let time_s = start.elapsed().as_secs_f64();
     if let Err(e) = stepped {
         eprintln!("heat: rank {}: {e}", rank.rank());
         drop(rank);
         exit(1);
+    }
+    #[cfg(feature = "report")]
+    if let Some(dir) = &args.report {
+        if let Err(e) = write_report(&rank, recording.as_ref(), dir) {
+            eprintln!("heat: rank {}: {e}", rank.rank());
+            drop(rank);
+            exit(1);
+        }
     }
     let verified = if args.verify {
         let grid = rank.run(|comm| gather(comm, &block.old, args.rows, args.cols));

@@ -17,15 +17,17 @@
 use std::ffi::{c_int, c_void};
 use std::fmt;
 use std::mem::MaybeUninit;
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use mpi::datatype::SystemDatatype;
 use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::traits::Equivalence;
 use terroir::__capi::ExternalEvent;
+use terroir::Yield;
+
+use crate::progress::Waker;
 
 /// The largest tag every MPI implementation accepts (`MPI_TAG_UB` is at
 /// least this).
@@ -155,6 +157,8 @@ impl<T> Slot<T> {
 #[must_use = "a request does nothing useful unless waited for"]
 pub struct Request<T> {
     slot: Arc<Slot<T>>,
+    /// The MPI thread, told when a task waits.
+    waker: Arc<Waker>,
 }
 
 impl<T> Request<T> {
@@ -166,7 +170,16 @@ impl<T> Request<T> {
     /// # Errors
     /// The [`CommError`] of the transfer.
     pub fn wait(self) -> Result<Vec<T>, CommError> {
-        self.slot.done.wait();
+        // Other work first, while there is some: the MPI thread keeps
+        // backing off meanwhile (on a machine with no CPU to spare, its
+        // polling would be taken from this work).
+        while !self.slot.done.is_set() && terroir::yield_now() == Some(Yield::Executed) {}
+        if !self.slot.done.is_set() {
+            // Nothing else to do: the MPI thread polls meanwhile, on the
+            // CPU this thread leaves idle.
+            let _waiting = self.waker.waiting();
+            self.slot.done.wait();
+        }
         self.take()
     }
 
@@ -230,6 +243,7 @@ pub(crate) enum Command {
 #[derive(Clone)]
 pub struct Comm {
     tx: Sender<Command>,
+    waker: Arc<Waker>,
     rank: usize,
     size: usize,
 }
@@ -244,8 +258,13 @@ impl fmt::Debug for Comm {
 }
 
 impl Comm {
-    pub(crate) fn new(tx: Sender<Command>, rank: usize, size: usize) -> Self {
-        Comm { tx, rank, size }
+    pub(crate) fn new(tx: Sender<Command>, waker: Arc<Waker>, rank: usize, size: usize) -> Self {
+        Comm {
+            tx,
+            waker,
+            rank,
+            size,
+        }
     }
 
     /// This rank.
@@ -275,11 +294,29 @@ impl Comm {
 
     fn post<T: Element>(&self, op: Transfer<T>) -> Request<T> {
         let slot = Arc::clone(&op.slot);
-        if let Err(mpsc::SendError(Command::Post(op))) = self.tx.send(Command::Post(Box::new(op))) {
+        let send = op.kind == Kind::Send;
+        match self.tx.send(Command::Post(Box::new(op))) {
+            // A send wakes the MPI thread: the other rank waits for it. A
+            // receive waits for the thread's next round (a wake-up costs
+            // more than the transfer), at the latest for a task's wait.
+            Ok(()) if send => {
+                self.waker.poke();
+                // And lends it this CPU: the thread may be runnable here
+                // already (preempted when it woke this worker), and then
+                // Linux lets the worker finish its time slice (1.4 ms on
+                // the test machine) before it runs: measured, the send
+                // left only when the worker blocked at the step's end.
+                std::thread::yield_now();
+            }
+            Ok(()) => {}
             // The MPI thread is gone: the transfer never started.
-            drop(op.shutdown());
+            Err(mpsc::SendError(Command::Post(op))) => drop(op.shutdown()),
+            Err(mpsc::SendError(Command::Stop)) => {}
         }
-        Request { slot }
+        Request {
+            slot,
+            waker: Arc::clone(&self.waker),
+        }
     }
 
     /// Sends `buf` to rank `dest` with `tag` (`MPI_Isend`, from the MPI
@@ -559,62 +596,5 @@ impl<T: Element> Op for Transfer<T> {
         }
         self.slot.finish(Err(CommError::Shutdown));
         None
-    }
-}
-
-/// The MPI thread's loop: posts what tasks ask for and tests what is in
-/// flight, until `Stop` and nothing is in flight. Blocks on the channel
-/// when there is nothing to test.
-pub(crate) fn progress_loop(comm: ffi::MPI_Comm, rx: &Receiver<Command>) {
-    let mut active: Vec<Box<dyn Op>> = Vec::new();
-    let mut stopping = false;
-    let mut idle_rounds = 0u32;
-    loop {
-        // New work: block for it only when nothing is in flight.
-        loop {
-            let cmd = if active.is_empty() && !stopping {
-                rx.recv().map_err(|_| TryRecvError::Disconnected)
-            } else {
-                rx.try_recv()
-            };
-            match cmd {
-                Ok(Command::Post(op)) if stopping => {
-                    // Posted after the closure of `run` returned: refused.
-                    active.extend(op.shutdown());
-                }
-                Ok(Command::Post(op)) => active.push(op),
-                Ok(Command::Stop) | Err(TryRecvError::Disconnected) => {
-                    if !stopping {
-                        stopping = true;
-                        // Unmatched receives fail; transfers in flight finish.
-                        active = active.into_iter().filter_map(Op::shutdown).collect();
-                    }
-                    break;
-                }
-                Err(TryRecvError::Empty) => break,
-            }
-        }
-        let before = active.len();
-        active.retain_mut(|op| !op.progress(comm));
-        if stopping && active.is_empty() {
-            // Posts that raced with Stop.
-            while let Ok(Command::Post(op)) = rx.try_recv() {
-                drop(op.shutdown());
-            }
-            return;
-        }
-        if active.len() < before {
-            idle_rounds = 0;
-        } else if !active.is_empty() {
-            // Nothing finished: let the rank's workers have the CPU, and
-            // back off a little after a while (the machine may be
-            // oversubscribed: ranks x (workers + MPI thread)).
-            idle_rounds = idle_rounds.saturating_add(1);
-            if idle_rounds < 64 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(20));
-            }
-        }
     }
 }

@@ -9,8 +9,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use mpi::datatype::PartitionMut;
-use mpi::traits::{Communicator, Root};
 use terroir::numa::{CpuSet, NodeSet};
 
 use crate::Rank;
@@ -31,6 +29,10 @@ pub struct RankBinding {
     pub host_cpus: usize,
     /// The CPUs it may run on (its affinity mask).
     pub cpus: CpuSet,
+    /// The CPUs its pool was built over: its mask, or its share of it
+    /// when ranks on its host have the same mask
+    /// ([`Builder::spread`](crate::Builder::spread)).
+    pub pool_cpus: CpuSet,
     /// The NUMA nodes those CPUs belong to.
     pub nodes: NodeSet,
     /// Its pool's workers.
@@ -60,6 +62,7 @@ impl RankBinding {
             host: host_name(),
             host_cpus: online_cpus(),
             cpus: rank.cpus().clone(),
+            pool_cpus: rank.pool_cpus().clone(),
             nodes,
             threads: pool.current_num_threads(),
             pool_nodes,
@@ -69,11 +72,12 @@ impl RankBinding {
     /// One line of text (fields separated by `|`), what ranks send to rank 0.
     fn encode(&self) -> String {
         format!(
-            "{}|{}|{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}|{}|{}",
             self.rank,
             self.host.replace('|', "/"),
             self.host_cpus,
             self.cpus,
+            self.pool_cpus,
             self.nodes,
             self.threads,
             self.pool_nodes
@@ -82,7 +86,7 @@ impl RankBinding {
 
     fn decode(line: &str) -> Option<RankBinding> {
         let f: Vec<&str> = line.split('|').collect();
-        let [rank, host, host_cpus, cpus, nodes, threads, pool_nodes] = f[..] else {
+        let [rank, host, host_cpus, cpus, pool_cpus, nodes, threads, pool_nodes] = f[..] else {
             return None;
         };
         Some(RankBinding {
@@ -90,6 +94,7 @@ impl RankBinding {
             host: host.to_owned(),
             host_cpus: host_cpus.parse().ok()?,
             cpus: parse_set(cpus)?,
+            pool_cpus: parse_set(pool_cpus)?,
             nodes: parse_set(nodes)?,
             threads: threads.parse().ok()?,
             pool_nodes: parse_set(pool_nodes)?,
@@ -109,29 +114,30 @@ fn parse_set<S: std::str::FromStr + Default>(text: &str) -> Option<S> {
 /// A binding problem the doctor found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Warning {
-    /// The rank may run on fewer CPUs than its pool has threads, or than
-    /// its share of its host (the host's CPUs over the ranks on it): its
+    /// The rank's pool has fewer CPUs than threads, or than the rank's
+    /// share of its host (the host's CPUs over the ranks on it): its
     /// threads share CPUs, or CPUs of the host sit idle. Typically Open
     /// MPI's default binding to one core.
     Narrow {
         /// The rank.
         rank: usize,
-        /// The CPUs it may run on.
+        /// The CPUs its pool has.
         cpus: usize,
         /// Its pool's threads.
         threads: usize,
         /// Its share of its host's CPUs.
         share: usize,
     },
-    /// Two ranks on the same host may run on the same CPUs (typically
-    /// `--bind-to none`, or an oversubscribed run, which Open MPI does not
-    /// bind): their pools' pinned workers compete for them.
+    /// The pools of two ranks on the same host have CPUs in common (more
+    /// ranks than CPUs, masks that overlap without being the same, or
+    /// [`Builder::spread`](crate::Builder::spread) turned off): their
+    /// pinned workers compete for them.
     Shared {
         /// The host.
         host: String,
         /// The two ranks.
         ranks: (usize, usize),
-        /// The CPUs both may run on.
+        /// The CPUs both pools have.
         cpus: CpuSet,
     },
     /// The rank's CPUs span several NUMA nodes: fine if its data is placed
@@ -166,8 +172,8 @@ impl fmt::Display for Warning {
                 cpus,
             } => write!(
                 f,
-                "ranks {a} and {b} on {host} may both run on CPUs {cpus}: their pinned workers \
-                 compete; give each rank CPUs of its own: {LAUNCH_HINT} (or \
+                "ranks {a} and {b} on {host} both have CPUs {cpus} in their pools: their pinned \
+                 workers compete; give each rank CPUs of its own: {LAUNCH_HINT} (or \
                  `--map-by ppr:<ranks per node>:node:pe=<CPUs per rank> --bind-to core`)"
             ),
             Warning::SpansNodes { rank, nodes } => write!(
@@ -213,10 +219,11 @@ impl Report {
         for r in &self.ranks {
             let on_host = per_host.get(r.host.as_str()).map_or(1, Vec::len);
             let share = (r.host_cpus / on_host).max(1);
-            if r.cpus.len() < r.threads || r.cpus.len() < share {
+            let cpus = r.pool_cpus.len();
+            if cpus < r.threads || cpus < share {
                 out.push(Warning::Narrow {
                     rank: r.rank,
-                    cpus: r.cpus.len(),
+                    cpus,
                     threads: r.threads,
                     share,
                 });
@@ -231,7 +238,7 @@ impl Report {
         for (host, ranks) in &per_host {
             for (i, a) in ranks.iter().enumerate() {
                 for b in &ranks[i + 1..] {
-                    let both = a.cpus.intersection(&b.cpus);
+                    let both = a.pool_cpus.intersection(&b.pool_cpus);
                     if !both.is_empty() {
                         out.push(Warning::Shared {
                             host: (*host).to_owned(),
@@ -258,17 +265,18 @@ impl fmt::Display for Report {
             .max(4);
         writeln!(
             f,
-            "{:>4}  {:<host_w$}  {:>9}  {:<12}  {:<6}  {:>7}  pool nodes",
-            "rank", "host", "host CPUs", "CPUs", "nodes", "threads"
+            "{:>4}  {:<host_w$}  {:>9}  {:<12}  {:<9}  {:<6}  {:>7}  pool nodes",
+            "rank", "host", "host CPUs", "CPUs", "pool CPUs", "nodes", "threads"
         )?;
         for r in &self.ranks {
             writeln!(
                 f,
-                "{:>4}  {:<host_w$}  {:>9}  {:<12}  {:<6}  {:>7}  {}",
+                "{:>4}  {:<host_w$}  {:>9}  {:<12}  {:<9}  {:<6}  {:>7}  {}",
                 r.rank,
                 r.host,
                 r.host_cpus,
                 r.cpus.to_string(),
+                r.pool_cpus.to_string(),
                 r.nodes.to_string(),
                 r.threads,
                 r.pool_nodes
@@ -287,37 +295,10 @@ impl fmt::Display for Report {
 
 /// Gathers one string per rank on rank 0 (by rank).
 fn gather_text(rank: &Rank, text: &str) -> Option<Vec<String>> {
-    let world = rank.world();
-    let root = world.process_at_rank(0);
-    let bytes = text.as_bytes();
-    let len = i32::try_from(bytes.len()).unwrap_or(i32::MAX);
-    if world.rank() != 0 {
-        root.gather_into(&len);
-        root.gather_varcount_into(bytes);
-        return None;
-    }
-    let mut lens = vec![0i32; world.size() as usize];
-    root.gather_into_root(&len, &mut lens[..]);
-    let displs: Vec<i32> = lens
-        .iter()
-        .scan(0i32, |acc, &l| {
-            let d = *acc;
-            *acc += l;
-            Some(d)
-        })
-        .collect();
-    let total = lens.iter().map(|&l| l as usize).sum();
-    let mut all = vec![0u8; total];
-    {
-        let mut partition = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
-        root.gather_varcount_into_root(bytes, &mut partition);
-    }
+    let all = crate::gather::gather_bytes(rank.world(), text.as_bytes())?;
     Some(
-        lens.iter()
-            .zip(&displs)
-            .map(|(&l, &d)| {
-                String::from_utf8_lossy(&all[d as usize..(d + l) as usize]).into_owned()
-            })
+        all.iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
             .collect(),
     )
 }
@@ -348,6 +329,7 @@ mod tests {
             host: host.to_owned(),
             host_cpus: 8,
             cpus: cpus.parse().unwrap(),
+            pool_cpus: cpus.parse().unwrap(),
             nodes: nodes.parse().unwrap(),
             threads,
             pool_nodes: nodes.parse().unwrap(),
@@ -431,6 +413,38 @@ mod tests {
     }
 
     #[test]
+    fn ranks_that_split_a_shared_mask_do_not_compete() {
+        // `--bind-to none`: both masks 0-7; spread, each pool has its half.
+        let mut a = binding(0, "a", "0-7", "0", 4);
+        let mut b = binding(1, "a", "0-7", "0", 4);
+        a.pool_cpus = "0-3".parse().unwrap();
+        b.pool_cpus = "4-7".parse().unwrap();
+        let report = Report {
+            ranks: vec![a.clone(), b.clone()],
+        };
+        assert_eq!(report.warnings(), vec![]);
+        assert!(report.to_string().contains("0-3"), "{report}");
+        // Three ranks on 2 CPUs: ranks 0 and 2 get CPU 0.
+        let one = |rank, cpu: &str| {
+            let mut r = binding(rank, "a", "0-1", "0", 1);
+            r.host_cpus = 2;
+            r.pool_cpus = cpu.parse().unwrap();
+            r
+        };
+        let report = Report {
+            ranks: vec![one(0, "0"), one(1, "1"), one(2, "0")],
+        };
+        assert_eq!(
+            report.warnings(),
+            vec![Warning::Shared {
+                host: "a".into(),
+                ranks: (0, 2),
+                cpus: "0".parse().unwrap()
+            }]
+        );
+    }
+
+    #[test]
     fn spanning_nodes_is_named() {
         let report = Report {
             ranks: vec![binding(0, "a", "0-7", "0-1", 8)],
@@ -446,7 +460,8 @@ mod tests {
 
     #[test]
     fn a_binding_survives_its_line() {
-        let b = binding(3, "host-1", "0-3,8", "0,2", 5);
+        let mut b = binding(3, "host-1", "0-3,8", "0,2", 5);
+        b.pool_cpus = "8".parse().unwrap();
         assert_eq!(RankBinding::decode(&b.encode()), Some(b));
         let mut empty = binding(0, "h", "0", "0", 1);
         empty.pool_nodes = NodeSet::new();

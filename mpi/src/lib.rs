@@ -46,7 +46,11 @@
 
 mod comm;
 pub mod doctor;
+mod gather;
+mod progress;
 mod rank;
+#[cfg(feature = "report")]
+pub mod report;
 mod split;
 
 pub use comm::{wait_all, Comm, CommError, Element, Request, MAX_TAG};

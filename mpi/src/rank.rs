@@ -5,18 +5,20 @@ use std::ffi::c_int;
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 
+use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use mpi::environment::Universe;
 use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::Communicator;
 use mpi::Threading;
-use terroir::numa::{CpuSet, NumaError};
+use terroir::numa::{CpuSet, NumaError, Topology};
 use terroir::{ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder};
 
-use crate::comm::{self, progress_loop, Comm, CommError, Command};
+use crate::comm::{self, Comm, CommError, Command};
+use crate::progress::{progress_loop, Backoff, Waker};
 
 /// Why a rank could not start.
 #[derive(Debug)]
@@ -92,6 +94,7 @@ impl std::error::Error for InitError {
 pub struct Builder {
     threading: Threading,
     pool: ThreadPoolBuilder,
+    spread: bool,
 }
 
 impl Default for Builder {
@@ -108,7 +111,28 @@ impl Builder {
         Builder {
             threading: Threading::Funneled,
             pool: ThreadPoolBuilder::new(),
+            spread: true,
         }
+    }
+
+    /// Whether ranks on one host that were given the same CPUs (`mpirun
+    /// --bind-to none`, or an oversubscribed run, which Open MPI leaves
+    /// unbound) split them: each such rank's pool then takes its own share
+    /// of the CPUs (the ranks in the order of their rank numbers, a
+    /// contiguous share each; one CPU each, round robin, when there are
+    /// more ranks than CPUs), and its workers are pinned there; the
+    /// calling thread (the MPI thread) is bound to the share too, and stays
+    /// so. Without it every rank pins its workers to the same first CPUs
+    /// of the mask, where they compete while the other CPUs idle.
+    ///
+    /// Default: on. When it applies it sets the pool builder's topology
+    /// (this machine's, restricted to the share): turn it off to keep a
+    /// topology of your own. [`Rank::cpus`] stays the rank's whole mask,
+    /// [`Rank::pool_cpus`] is the share. Ranks whose masks differ (bound
+    /// by the launcher) are left as they are.
+    pub fn spread(mut self, spread: bool) -> Self {
+        self.spread = spread;
+        self
     }
 
     /// The threading level to ask for; [`init`](Self::init) fails when MPI
@@ -145,13 +169,29 @@ impl Builder {
         let (universe, provided) =
             mpi::initialize_with_threading(self.threading).ok_or(InitError::AlreadyInitialized)?;
         check_threading(self.threading, provided)?;
-        let pool = self.pool.build().map_err(InitError::Pool)?;
         let world = universe.world();
+        let mut pool = self.pool;
+        let mut pool_cpus = cpus.clone();
+        if self.spread {
+            let local = world.split_shared(world.rank());
+            let masks = host_masks(&local, &cpus);
+            if let Some(share) = cpu_share(&masks, local.rank() as usize) {
+                pool = pool.topology(topology_over(&share).map_err(InitError::Cpus)?);
+                // The MPI thread (this one) with its workers: unbound, it
+                // woke on other ranks' CPUs and waited there while its own
+                // worker's CPU idled. Best effort: the pool is placed
+                // either way.
+                let _ = terroir::numa::bind_current_thread(&share);
+                pool_cpus = share;
+            }
+        }
+        let pool = pool.build().map_err(InitError::Pool)?;
         let comm = P2pComm::dup(&world).map_err(InitError::Mpi)?;
         Ok(Rank {
             rank: world.rank() as usize,
             size: world.size() as usize,
             cpus,
+            pool_cpus,
             threading: provided,
             comm,
             pool,
@@ -172,6 +212,69 @@ fn check_threading(requested: Threading, provided: Threading) -> Result<(), Init
         })
     } else {
         Ok(())
+    }
+}
+
+/// The affinity masks of the ranks of `local` (the ranks on this host),
+/// by their rank in `local`; `mine` is this rank's. Collective over
+/// `local`.
+fn host_masks(local: &SimpleCommunicator, mine: &CpuSet) -> Vec<CpuSet> {
+    let words = mine.as_words();
+    let mut len = 0u64;
+    local.all_reduce_into(&(words.len() as u64), &mut len, SystemOperation::max());
+    // `len` is the longest mask's length in words, at least ours.
+    let len = len as usize;
+    let mut padded = words.to_vec();
+    padded.resize(len, 0);
+    let mut all = vec![0u64; len * local.size() as usize];
+    local.all_gather_into(&padded[..], &mut all[..]);
+    if len == 0 {
+        return vec![CpuSet::new(); local.size() as usize];
+    }
+    all.chunks(len)
+        .map(|w| {
+            w.iter()
+                .enumerate()
+                .flat_map(|(i, &word)| {
+                    (0..64u32)
+                        .filter(move |b| word >> b & 1 == 1)
+                        .map(move |b| i as u32 * 64 + b)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The share of its mask the rank `me` of a host takes when other ranks
+/// of the host have the same mask (`masks`: every rank's of the host, by
+/// rank): `None` when no other rank has it (or the mask is empty).
+///
+/// The `k` ranks with the mask, in rank order, take contiguous shares of
+/// its `n` CPUs (`n / k` or one more each); with more ranks than CPUs,
+/// one CPU each, round robin.
+fn cpu_share(masks: &[CpuSet], me: usize) -> Option<CpuSet> {
+    let mask = masks.get(me)?;
+    let sharers: Vec<usize> = (0..masks.len()).filter(|&r| masks[r] == *mask).collect();
+    let (k, n) = (sharers.len(), mask.len());
+    if k < 2 || n == 0 {
+        return None;
+    }
+    let i = sharers.iter().position(|&r| r == me)?;
+    let cpus: Vec<u32> = mask.iter().collect();
+    Some(if n >= k {
+        cpus[i * n / k..(i + 1) * n / k].iter().copied().collect()
+    } else {
+        std::iter::once(cpus[i % n]).collect()
+    })
+}
+
+/// This machine's topology over `cpus` (one node over them when the
+/// kernel exposes no NUMA information: a described topology, whose
+/// workers are not pinned unless the pool builder says so).
+fn topology_over(cpus: &CpuSet) -> Result<Topology, NumaError> {
+    match Topology::detect() {
+        Err(NumaError::NoNumaInfo { .. }) => Topology::single_node()?.restrict(cpus),
+        other => other?.restrict(cpus),
     }
 }
 
@@ -225,6 +328,7 @@ pub struct Rank {
     rank: usize,
     size: usize,
     cpus: CpuSet,
+    pool_cpus: CpuSet,
     threading: Threading,
     // Drop order: the communicator, the pool, then MPI (finalised).
     comm: P2pComm,
@@ -240,6 +344,7 @@ impl fmt::Debug for Rank {
             .field("rank", &self.rank)
             .field("size", &self.size)
             .field("cpus", &self.cpus.to_string())
+            .field("pool_cpus", &self.pool_cpus.to_string())
             .field("threading", &self.threading)
             .field("threads", &self.pool.current_num_threads())
             .finish_non_exhaustive()
@@ -265,6 +370,13 @@ impl Rank {
     /// The CPUs this rank may run on (its affinity mask at start-up).
     pub fn cpus(&self) -> &CpuSet {
         &self.cpus
+    }
+
+    /// The CPUs the rank's pool was built over: [`cpus`](Self::cpus), or
+    /// the rank's share of them when ranks on its host were given the
+    /// same mask (see [`Builder::spread`]).
+    pub fn pool_cpus(&self) -> &CpuSet {
+        &self.pool_cpus
     }
 
     /// The rank's pool.
@@ -298,21 +410,24 @@ impl Rank {
         R: Send,
     {
         let (tx, rx) = mpsc::channel();
-        let comm = Comm::new(tx.clone(), self.rank, self.size);
+        let waker = Waker::for_current_thread();
+        let comm = Comm::new(tx.clone(), Arc::clone(&waker), self.rank, self.size);
         let pool = &self.pool;
+        let stop_waker = Arc::clone(&waker);
         std::thread::scope(|s| {
             let user = s.spawn(move || {
                 /// Stops the MPI thread when `f` returns or unwinds.
-                struct Stop(mpsc::Sender<Command>);
+                struct Stop(mpsc::Sender<Command>, Arc<Waker>);
                 impl Drop for Stop {
                     fn drop(&mut self) {
                         let _ = self.0.send(Command::Stop);
+                        self.1.poke();
                     }
                 }
-                let _stop = Stop(tx);
+                let _stop = Stop(tx, stop_waker);
                 pool.install(|| f(&comm))
             });
-            progress_loop(self.comm.0, &rx);
+            progress_loop(self.comm.0, &rx, &waker, Backoff::DEFAULT);
             match user.join() {
                 Ok(r) => r,
                 Err(panic) => std::panic::resume_unwind(panic),
@@ -324,6 +439,39 @@ impl Rank {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sets(lists: &[&str]) -> Vec<CpuSet> {
+        lists.iter().map(|l| l.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn ranks_with_the_same_mask_split_it() {
+        let masks = sets(&["0-1", "0-1"]);
+        assert_eq!(cpu_share(&masks, 0), Some("0".parse().unwrap()));
+        assert_eq!(cpu_share(&masks, 1), Some("1".parse().unwrap()));
+        // Uneven: 5 CPUs over 2 ranks.
+        let masks = sets(&["0-4", "0-4"]);
+        assert_eq!(cpu_share(&masks, 0), Some("0-1".parse().unwrap()));
+        assert_eq!(cpu_share(&masks, 1), Some("2-4".parse().unwrap()));
+        // More ranks than CPUs: round robin.
+        let masks = sets(&["0-1", "0-1", "0-1"]);
+        let shares: Vec<_> = (0..3).map(|r| cpu_share(&masks, r).unwrap()).collect();
+        assert_eq!(shares, sets(&["0", "1", "0"]));
+        // Only the ranks with the same mask share it; a sparse mask.
+        let masks = sets(&["0-3", "4-7", "0,2,4,6", "0-3"]);
+        assert_eq!(cpu_share(&masks, 0), Some("0-1".parse().unwrap()));
+        assert_eq!(cpu_share(&masks, 3), Some("2-3".parse().unwrap()));
+        assert_eq!(cpu_share(&masks, 1), None);
+        assert_eq!(cpu_share(&masks, 2), None);
+    }
+
+    #[test]
+    fn a_mask_of_its_own_is_kept() {
+        assert_eq!(cpu_share(&sets(&["0", "1"]), 0), None);
+        assert_eq!(cpu_share(&sets(&["0-7"]), 0), None);
+        assert_eq!(cpu_share(&[CpuSet::new(), CpuSet::new()], 0), None);
+        assert_eq!(cpu_share(&sets(&["0"]), 3), None);
+    }
 
     #[test]
     fn threading_below_the_request_is_an_error_naming_both() {
