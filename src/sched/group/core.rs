@@ -63,10 +63,9 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use super::batch::{run_batch, Queued, Started};
-use super::frame::{self, FramePtr};
+use super::batch::{Queued, Started};
+use super::frame;
 use super::task::Task;
-use super::walk;
 use super::{TaskGroup, WouldDeadlock};
 use crate::sched::latch::{Latch, WorkerLatch};
 use crate::sched::place::{Place, PlaceError};
@@ -113,36 +112,36 @@ pub enum CoreError {
 }
 
 /// The fields a group's lock guards.
-struct Inner {
+pub(super) struct Inner {
     /// The group's pool.
-    registry: *const Registry,
+    pub(super) registry: *const Registry,
     /// Whether the group holds a reference to its pool (an `Arc` count and
     /// a keep-alive count), released by the close.
-    counted: bool,
+    pub(super) counted: bool,
     /// The worker that created the group for its own pool (no reference
     /// counted), or null.
-    owner: *const WorkerInfo,
-    queue: Vec<Queued>,
+    pub(super) owner: *const WorkerInfo,
+    pub(super) queue: Vec<Queued>,
     /// Waits running a batch of the queue (whose tasks the batch counts).
-    batches: usize,
+    pub(super) batches: usize,
     /// Tasks started from outside the pool and not finished.
-    started: usize,
+    pub(super) started: usize,
     /// Threads blocked on the condition variable; a count of this epoch
     /// (a waiter woken after the close does not count itself off: the
     /// next open starts at zero).
-    blocked: usize,
+    pub(super) blocked: usize,
     /// The latches of workers that wait for the group while running other
     /// work. Set and emptied by every change that may let a waiter go on,
     /// so empty whenever the group is idle.
-    latches: Vec<WaiterLatch>,
+    pub(super) latches: Vec<WaiterLatch>,
     /// The first panic of a task, for the next wait to propagate.
-    panic: Option<Panic>,
+    pub(super) panic: Option<Panic>,
 }
 
 impl Inner {
     /// Whether no task of the group is queued, running in a batch, or
     /// started from outside: then no task of it can be running either.
-    fn idle(&self) -> bool {
+    pub(super) fn idle(&self) -> bool {
         self.queue.is_empty() && self.batches == 0 && self.started == 0
     }
 
@@ -150,7 +149,7 @@ impl Inner {
         !self.idle() || self.panic.is_some()
     }
 
-    fn keep_panic(&mut self, p: Panic) {
+    pub(super) fn keep_panic(&mut self, p: Panic) {
         // The first one wins; later ones are dropped (as in a scope).
         if self.panic.is_none() {
             self.panic = Some(p);
@@ -159,7 +158,7 @@ impl Inner {
 }
 
 /// A waiting worker's latch, on that worker's stack.
-struct WaiterLatch(*const WorkerLatch);
+pub(super) struct WaiterLatch(pub(super) *const WorkerLatch);
 
 // SAFETY: the latch is only set (an atomic operation on a `Sync` latch),
 // from any thread, while its worker waits for it; see `wake_waiters`.
@@ -167,7 +166,7 @@ unsafe impl Send for WaiterLatch {}
 
 /// The most queue capacity a group keeps for the next group of its slot
 /// (C) or its next batch: enough for a task tree's fan-out.
-const KEPT_CAPACITY: usize = 64;
+pub(super) const KEPT_CAPACITY: usize = 64;
 
 /// One task group's state: what [`TaskGroup`] owns, and what the C API
 /// keeps in each slot of its handle table (reused by the next group, with
@@ -176,12 +175,12 @@ const KEPT_CAPACITY: usize = 64;
 /// Not covered by semver: the C API's building block (see
 /// `terroir::__capi`).
 pub struct GroupCore {
-    state: AtomicU64,
-    inner: UnsafeCell<Inner>,
+    pub(super) state: AtomicU64,
+    pub(super) inner: UnsafeCell<Inner>,
     /// The condition variable of waiters outside every pool, with its
     /// mutex (taken after the lock, never before it).
-    sleep: Mutex<()>,
-    wake: Condvar,
+    pub(super) sleep: Mutex<()>,
+    pub(super) wake: Condvar,
 }
 
 // SAFETY: `inner` is only accessed under the lock (`Locked`), or by the
@@ -200,13 +199,13 @@ impl Default for GroupCore {
 
 /// The lock of an open group, held.
 pub(crate) struct Locked<'a> {
-    core: &'a GroupCore,
-    epoch: u32,
+    pub(super) core: &'a GroupCore,
+    pub(super) epoch: u32,
 }
 
 impl Locked<'_> {
     #[inline]
-    fn inner(&mut self) -> &mut Inner {
+    pub(super) fn inner(&mut self) -> &mut Inner {
         // SAFETY: the lock is held, so this thread alone accesses `inner`.
         unsafe { &mut *self.core.inner.get() }
     }
@@ -361,7 +360,7 @@ impl GroupCore {
 
     /// Takes the lock of the group open under `epoch`.
     #[inline]
-    fn lock(&self, epoch: u32) -> Result<Locked<'_>, CoreError> {
+    pub(super) fn lock(&self, epoch: u32) -> Result<Locked<'_>, CoreError> {
         let mut spins = 0u32;
         loop {
             let s = self.state.load(Ordering::Relaxed);
@@ -388,7 +387,7 @@ impl GroupCore {
 
     /// The lock of a group that cannot have been closed meanwhile (the
     /// caller holds a count that keeps it busy).
-    fn relock(&self, epoch: u32) -> Locked<'_> {
+    pub(super) fn relock(&self, epoch: u32) -> Locked<'_> {
         self.lock(epoch)
             .unwrap_or_else(|_| unreachable!("a busy group was closed"))
     }
@@ -514,7 +513,7 @@ impl GroupCore {
     /// Wakes every waiter: the threads blocked on the condition variable,
     /// and the workers working while they wait (their latches are set and
     /// taken off the list, once each). Called with the lock held.
-    fn wake_waiters(&self, inner: &mut Inner) {
+    pub(super) fn wake_waiters(&self, inner: &mut Inner) {
         if inner.blocked > 0 {
             // Lock order: the group's lock, then `sleep`.
             let _sleep = lock(&self.sleep);
@@ -673,153 +672,15 @@ impl GroupCore {
         let _release = Release(registry);
         Ok(f(&pool_view(registry)))
     }
-
-    /// The start of a wait for the group open under `epoch`: refuses it
-    /// if it could never end (`walk.rs`), else takes the lock. Returns the
-    /// caller's worker, if it is one.
-    ///
-    /// The check comes before anything changes, so a refused wait leaves
-    /// the group as it was (it runs none of its queued tasks), and without
-    /// the lock: it reads only frames and nodes that cannot change while
-    /// the caller waits, nothing the lock guards. A wait it refuses could
-    /// never end, so the group is busy, under the epoch it has now, from
-    /// before the call until after it: an epoch that is not that one is
-    /// the caller's error (`Dead`), as it would be under the lock.
-    #[inline]
-    fn lock_to_wait(
-        &self,
-        epoch: u32,
-    ) -> Result<(Locked<'_>, Option<&'static WorkerThread>), CoreError> {
-        let wt = WorkerThread::current();
-        if let Some(why) = wt.and_then(|wt| walk::stacked(wt, self)) {
-            return Err(self.refused(epoch, why));
-        }
-        Ok((self.lock(epoch)?, wt))
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn refused(&self, epoch: u32, why: WouldDeadlock) -> CoreError {
-        if self.epoch() == Some(epoch) {
-            CoreError::WouldDeadlock(why)
-        } else {
-            CoreError::Dead
-        }
-    }
-
-    /// The loop of a wait, from the lock (taken by [`lock_to_wait`], whose
-    /// check `wt`, the caller's worker if any, passed): `Some((lock,
-    /// panic))` once the group is idle, `None` if another thread closed it
-    /// meanwhile (which it does only once the group is idle).
-    ///
-    /// [`lock_to_wait`]: Self::lock_to_wait
-    fn wait_locked<'a>(
-        &'a self,
-        mut g: Locked<'a>,
-        wt: Option<&WorkerThread>,
-    ) -> Result<Option<(Locked<'a>, Option<Panic>)>, CoreError> {
-        if g.inner().idle() {
-            let panic = g.inner().panic.take();
-            return Ok(Some((g, panic)));
-        }
-        let epoch = g.epoch;
-        {
-            let inner = g.inner();
-            if !inner.counted && wt.is_none_or(|wt| !ptr::eq(wt.info, inner.owner)) {
-                adopt(inner)?;
-            }
-        }
-        let here = wt.map_or(FramePtr(ptr::null()), FramePtr::of);
-        loop {
-            let inner = g.inner();
-            if !inner.queue.is_empty() {
-                let mut batch = mem::take(&mut inner.queue);
-                inner.batches += 1;
-                let registry = inner.registry;
-                drop(g);
-                // Counts the batch done if it unwinds (it catches the
-                // tasks' panics, so only a bug of terroir's would).
-                struct BatchDone<'a>(&'a GroupCore, u32);
-                impl Drop for BatchDone<'_> {
-                    fn drop(&mut self) {
-                        let mut g = self.0.relock(self.1);
-                        g.inner().batches -= 1;
-                        self.0.wake_waiters(g.inner());
-                    }
-                }
-                let done = BatchDone(self, epoch);
-                let panic = run_batch(self, registry, &mut batch, here);
-                mem::forget(done);
-                g = self.relock(epoch);
-                let inner = g.inner();
-                inner.batches -= 1;
-                if let Some(p) = panic {
-                    inner.keep_panic(p);
-                }
-                // The batch's capacity serves the next spawns.
-                if inner.queue.capacity() == 0 && batch.capacity() <= KEPT_CAPACITY {
-                    batch.clear();
-                    inner.queue = batch;
-                }
-                self.wake_waiters(inner);
-                continue;
-            }
-            if inner.idle() {
-                let panic = inner.panic.take();
-                return Ok(Some((g, panic)));
-            }
-            // A worker (of any pool) runs other work while it waits: it
-            // might be the very worker that a task of the group is placed
-            // on.
-            if let Some(wt) = wt {
-                let latch = WorkerLatch::new(wt, true);
-                inner.latches.push(WaiterLatch(&latch));
-                drop(g);
-                /// Takes the latch off the list if the wait unwinds before
-                /// the latch was set (the latch is about to be freed).
-                struct Unlist<'a>(&'a GroupCore, u32, *const WorkerLatch);
-                impl Drop for Unlist<'_> {
-                    fn drop(&mut self) {
-                        if let Ok(mut g) = self.0.lock(self.1) {
-                            g.inner().latches.retain(|l| !ptr::eq(l.0, self.2));
-                        }
-                    }
-                }
-                let unlist = Unlist(self, epoch, &latch);
-                wt.wait_until(&latch);
-                mem::forget(unlist);
-                match self.lock(epoch) {
-                    Ok(again) => g = again,
-                    Err(_) => return Ok(None),
-                }
-                continue;
-            }
-            inner.blocked += 1;
-            // Lock order: the group's lock, then `sleep`, held from before
-            // the lock is let go until the wait lets go of it, so that a
-            // waker (which takes both) cannot notify in between.
-            let sleep = lock(&self.sleep);
-            drop(g);
-            let sleep = self.wake.wait(sleep).unwrap_or_else(|e| e.into_inner());
-            drop(sleep);
-            match self.lock(epoch) {
-                Ok(mut again) => {
-                    again.inner().blocked -= 1;
-                    g = again;
-                }
-                Err(_) => return Ok(None),
-            }
-        }
-    }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Makes an uncounted group hold a reference to its pool, for a thread
 /// other than the worker that created it; called with the lock held.
-fn adopt(inner: &mut Inner) -> Result<(), CoreError> {
+pub(super) fn adopt(inner: &mut Inner) -> Result<(), CoreError> {
     // SAFETY: the registry is alive: its owner worker is, or exited keeping
     // it (`worker_exits`).
     let registry = unsafe { &*inner.registry };

@@ -4,7 +4,8 @@
 //!
 //! | part | file |
 //! |---|---|
-//! | the state of a group, spawn, wait, close | `core.rs` |
+//! | the state of a group, spawn, close | `core.rs` |
+//! | a wait: the check, then batches or a wait for a change | `wait.rs` |
 //! | a wait's batch: running queued tasks | `batch.rs` |
 //! | frames: which group's task is running, and what it waits on | `frame.rs` |
 //! | refusing waits that could never end: the walk over frames | `walk.rs` |
@@ -14,6 +15,7 @@ mod batch;
 mod core;
 mod frame;
 mod task;
+mod wait;
 mod walk;
 
 use std::fmt;
