@@ -5,9 +5,11 @@
 //! nodes and memory policies, not workers or tasks.
 
 mod placed;
+mod placement;
 mod slab;
 
-pub use placed::{NodeBox, NodeVec, Placement};
+pub use placed::{NodeBox, NodeVec};
+pub use placement::Placement;
 pub use slab::{
     flush_thread_cache, set_thread_node, thread_node, NodeLocalAlloc, SlabError, SlabPool,
     SlabStats,
