@@ -395,6 +395,24 @@ struct Transfer<T> {
     slot: Arc<Slot<T>>,
 }
 
+/// A transfer dropped before it ended (a post still queued when the MPI
+/// thread stopped: a task that kept a `Comm` past `Rank::run` and posted
+/// at its very end) fails its request with [`CommError::Shutdown`], so its
+/// waiter does not wait forever. Only a transfer that never started can be
+/// dropped unfinished: the MPI thread keeps those in flight until MPI is
+/// done with their buffers.
+impl<T> Drop for Transfer<T> {
+    fn drop(&mut self) {
+        if !self.slot.done.is_set() {
+            debug_assert!(
+                self.req.is_none() && self.drain.is_none(),
+                "a transfer in flight was dropped"
+            );
+            self.slot.finish(Err(CommError::Shutdown));
+        }
+    }
+}
+
 impl<T: Element> Transfer<T> {
     fn new(kind: Kind, peer: c_int, tag: c_int, len: c_int, buf: Vec<T>) -> Self {
         Transfer {
@@ -596,5 +614,29 @@ impl<T: Element> Op for Transfer<T> {
         }
         self.slot.finish(Err(CommError::Shutdown));
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::{Comm, CommError};
+    use crate::progress::Waker;
+
+    /// A post still queued when the MPI thread's queue goes away (a task
+    /// that kept a `Comm` past `Rank::run`) fails its request: its waiter
+    /// gets `Shutdown` instead of waiting forever. No MPI call is made.
+    #[test]
+    fn a_post_the_mpi_thread_never_took_fails_with_shutdown() {
+        let (tx, rx) = mpsc::channel();
+        let comm = Comm::new(tx, Waker::for_current_thread(), 0, 1);
+        let recv = comm.irecv::<u8>(0, 0, vec![0; 4]).expect("posted");
+        let send = comm.isend::<u8>(0, 1, vec![1; 4]).expect("posted");
+        assert!(!recv.is_complete());
+        drop(rx);
+        assert!(recv.is_complete() && send.is_complete());
+        assert!(matches!(recv.wait(), Err(CommError::Shutdown)));
+        assert!(matches!(send.wait(), Err(CommError::Shutdown)));
     }
 }

@@ -121,8 +121,9 @@ impl Builder {
     /// of the CPUs (the ranks in the order of their rank numbers, a
     /// contiguous share each; one CPU each, round robin, when there are
     /// more ranks than CPUs), and its workers are pinned there; the
-    /// calling thread (the MPI thread) is bound to the share too, and stays
-    /// so. Without it every rank pins its workers to the same first CPUs
+    /// calling thread (the MPI thread) is bound to the share too while the
+    /// [`Rank`] lives (its mask is given back when the `Rank` is dropped,
+    /// or when `init` fails). Without it every rank pins its workers to the same first CPUs
     /// of the mask, where they compete while the other CPUs idle.
     ///
     /// Default: on. When it applies it sets the pool builder's topology
@@ -172,6 +173,7 @@ impl Builder {
         let world = universe.world();
         let mut pool = self.pool;
         let mut pool_cpus = cpus.clone();
+        let mut rebind = None;
         if self.spread {
             let local = world.split_shared(world.rank());
             let masks = host_masks(&local, &cpus);
@@ -181,10 +183,13 @@ impl Builder {
                 // woke on other ranks' CPUs and waited there while its own
                 // worker's CPU idled. Best effort: the pool is placed
                 // either way.
-                let _ = terroir::numa::bind_current_thread(&share);
+                if terroir::numa::bind_current_thread(&share).is_ok() {
+                    rebind = Some(Rebind(cpus.clone()));
+                }
                 pool_cpus = share;
             }
         }
+        // On an error below, `rebind` gives the thread its mask back.
         let pool = pool.build().map_err(InitError::Pool)?;
         let comm = P2pComm::dup(&world).map_err(InitError::Mpi)?;
         Ok(Rank {
@@ -197,6 +202,7 @@ impl Builder {
             pool,
             world,
             universe,
+            _rebind: rebind,
             _not_send: PhantomData,
         })
     }
@@ -335,7 +341,23 @@ pub struct Rank {
     pool: ThreadPool,
     world: SimpleCommunicator,
     universe: Universe,
+    /// The mask the calling thread had before `init` bound it to its share
+    /// (ranks splitting a mask), given back when the `Rank` is dropped.
+    _rebind: Option<Rebind>,
     _not_send: PhantomData<*const ()>,
+}
+
+/// Binds the calling thread back to its mask when dropped: after a failed
+/// `init`, or with the `Rank` (which is not `Send`: dropped on the thread
+/// that `init` bound), so that threads it starts later (a pool built for
+/// post-processing, say) are not confined to one rank's share.
+struct Rebind(CpuSet);
+
+impl Drop for Rebind {
+    fn drop(&mut self) {
+        // Best effort, as the binding was.
+        let _ = terroir::numa::bind_current_thread(&self.0);
+    }
 }
 
 impl fmt::Debug for Rank {
