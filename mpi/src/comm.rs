@@ -487,6 +487,10 @@ impl<T: Element> Transfer<T> {
                 let want = self.buf.len() * size_of::<T>();
                 if usize::try_from(bytes).ok() != Some(want) {
                     // Consume the message so that it matches nothing else.
+                    // A count MPI cannot give in a c_int (MPI_UNDEFINED,
+                    // a message over 2 GiB): received into nothing, which
+                    // still consumes it (MPI reports the truncation).
+                    let bytes = bytes.max(0);
                     let n = usize::try_from(bytes).unwrap_or(0);
                     let mut scratch = vec![0u8; n];
                     // SAFETY: `scratch` holds `bytes` bytes and lives in
