@@ -185,3 +185,73 @@ fn a_wait_from_a_twice_stolen_c_join_branch_stacked_on_the_groups_batch_is_refus
     z.wait().unwrap();
     g.wait().unwrap();
 }
+
+/// A wait from work that a stolen branch of a C join runs in another pool
+/// (`terroir_parallel_for` or `terroir_join` given another pool's handle
+/// enter it carrying the caller's frame): the branch `b` of a C join on
+/// worker 0 is stolen by worker 1 while it waits, in g's batch, for g's
+/// task on worker 2; `b` enters a second pool, whose worker waits for g.
+/// That wait could never end (worker 1 cannot return from `b`, and so
+/// from g's batch, before the second pool's work is done), and only what
+/// worker 1 holds below the branch leads to g.
+#[test]
+fn a_wait_in_another_pool_entered_from_a_stolen_c_join_branch_is_refused() {
+    use terroir::__capi::install_carrying_frame;
+    let pool = strict_pool(3);
+    let other = strict_pool(1);
+    let g = Arc::new(pool.task_group());
+    let z = pool.task_group();
+    let h = pool.task_group();
+    let flag = || Arc::new(AtomicBool::new(false));
+    let (t_started, b_started) = (flag(), flag());
+    let b_on = Arc::new(AtomicUsize::new(usize::MAX));
+    {
+        let (p, g, ts, bs) = (
+            Arc::clone(&pool),
+            Arc::clone(&g),
+            Arc::clone(&t_started),
+            Arc::clone(&b_started),
+        );
+        z.spawn_on(&pool.worker(1).unwrap(), move |_| {
+            g.spawn(|_| {});
+            g.spawn_on(&p.worker(2).unwrap(), move |_| {
+                ts.store(true, Ordering::Release);
+                spin_until(&bs);
+            });
+            g.wait().unwrap();
+        });
+    }
+    spin_until(&t_started);
+    let (tx, rx) = mpsc::channel();
+    {
+        let (g, bs, b_on, other) = (
+            Arc::clone(&g),
+            Arc::clone(&b_started),
+            Arc::clone(&b_on),
+            Arc::clone(&other),
+        );
+        h.spawn_on(&pool.worker(0).unwrap(), move |_| {
+            let (g, bs, b_on, tx, other) = (&g, &bs, &b_on, &tx, &other);
+            Worker::current(None).unwrap().join(
+                move || join_until(bs),
+                move || {
+                    // `b`, on the thief.
+                    b_on.store(terroir::current_thread_index().unwrap(), Ordering::Release);
+                    bs.store(true, Ordering::Release);
+                    install_carrying_frame(other, move || tx.send(g.wait()).unwrap());
+                },
+            );
+        });
+    }
+    let got = rx.recv_timeout(Duration::from_secs(20));
+    let Ok(refused) = got else {
+        // Stuck for good: leave the groups (whose drops would wait).
+        std::mem::forget((g, h, z, pool, other));
+        panic!("the wait was not refused (it would never end)");
+    };
+    assert_eq!(b_on.load(Ordering::Acquire), 1, "b ran on the wrong worker");
+    assert_eq!(refused, Err(WouldDeadlock::StackedOnGroup));
+    h.wait().unwrap();
+    z.wait().unwrap();
+    g.wait().unwrap();
+}

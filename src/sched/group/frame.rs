@@ -23,11 +23,11 @@
 //! and its entries into a pool do ([`join_carrying_frame`],
 //! [`install_carrying_frame`]), so a C wait from a stolen branch of a
 //! group's task is refused too. A C join's branch taken by another thread
-//! runs in a frame made there, whose parent is the joining work's frame
-//! and whose node below is the joining thread's list head at the join:
-//! a branch stolen again from its thief leads, through the thief's frame,
-//! to what the thief holds below it, and so on down every thread on the
-//! way.
+//! runs in frames made there, which lead to the joining work's frame, to
+//! the joining thread's list head at the join, and to what the thief
+//! holds below the branch: a branch stolen again from its thief (or
+//! entering another pool) leads, through the thief's frames, to what the
+//! thief holds below it, and so on down every thread on the way.
 //!
 //! A frame also names the node below it on the list of the worker that
 //! runs its work, so that the walk of a wait from work that the frame's
@@ -62,9 +62,9 @@ pub(crate) struct Frame {
     /// What a thread that waits for this frame's work holds lower on its
     /// stack (the head of its entered groups, or null): for a group's task
     /// or a pool entered, what the worker that runs it held when the frame
-    /// started; for a C join branch run as a job (a frame of its own on the
-    /// thread that took it, `run_in_frame`), what the joining thread held
-    /// at the join. Work that waits for this frame's work, also where no
+    /// started; for the joining work's frame of a C join branch run as a
+    /// job (made on the thread that took it, `run_in_frame`), what the
+    /// joining thread held at the join. Work that waits for this frame's work, also where no
     /// batch's node leads there (a task in no batch, a stolen branch).
     pub(crate) below: *const Entered,
 }
@@ -219,14 +219,15 @@ pub(crate) fn install_carrying_frame<R: Send>(
 }
 
 /// `join(a, b)` on `wt`, the calling thread's worker, whose second branch,
-/// when another thread takes it, runs in a frame of its own there
-/// ([`run_in_frame`]): its parent is the caller's innermost frame, and the
-/// node below it the head of `wt`'s entered list at the join.
+/// when another thread takes it, runs in frames of its own there
+/// ([`run_in_frame`]), which lead to the caller's innermost frame, to the
+/// head of `wt`'s entered list at the join, and to what the thief holds
+/// below the branch.
 ///
-/// Why both: the branch's thief may be stolen from in turn, and a wait in
-/// work stolen from it must reach what each thread on the way holds below
-/// the join it stole from, not only what the first joining thread held
-/// (the branch's frame is where later joins in the branch start from).
+/// Why: the branch's thief may be stolen from in turn, or enter another
+/// pool, and a wait in that work must reach what each thread on the way
+/// holds below it, not only what the first joining thread held (the
+/// branch's frame is where later joins in the branch start from).
 ///
 /// Keep the closures' states small (a reference each): the branch's state
 /// is three words (the frame, the list head and `b`'s reference).
@@ -266,31 +267,37 @@ struct Below {
 unsafe impl Send for Below {}
 
 /// Runs `f` (a join's branch taken as a job: stolen, or taken back after a
-/// promotion) on the calling thread's worker in a new frame, child of the
-/// joining work's frame, whose node below is the joining thread's list
-/// head at the join.
+/// promotion) on the calling thread's worker in two new frames: the
+/// joining work's (child of the joining work's frame, its node below the
+/// joining thread's list head at the join) and, inside it, this thread's
+/// (its node below this thread's list head now: what it holds below the
+/// branch).
 ///
 /// The invariant this keeps: from any frame, the walk reaches every node
 /// that any thread whose stack holds work waiting (directly or not) for
-/// that frame's work had on its entered list when it started to wait. A
-/// join's branch is waited for by the join, and the join's thread cannot
-/// unlink the nodes it had at the join before the join returns; a frame
-/// made here leads to them (`below`), and to the joining work's frame
-/// (`parent`), which leads on to what waits for that work. Work forked in
-/// the branch starts from this frame, so a branch stolen again from the
-/// thief leads through it to the thief's list at that later join, and on
-/// to the first joining thread's.
+/// that frame's work had on its entered list when that work started to
+/// wait. A join's branch is waited for by the join, and the join's thread
+/// cannot unlink the nodes it had at the join before the join returns;
+/// the thief cannot unlink what it held below the branch before the
+/// branch returns. The frames made here lead to both, and to the joining
+/// work's frame, which leads on to what waits for that work. Work forked
+/// in the branch starts from the inner frame: a branch stolen again from
+/// the thief leads through it to the thief's list at that later join, and
+/// on to the first joining thread's; work the branch runs in another pool
+/// (`install_carrying_frame`, where the thief blocks) leads to what the
+/// thief holds below the branch.
 #[cold]
 #[inline(never)]
 fn run_in_frame(here: Below, f: impl FnOnce()) {
     match WorkerThread::current() {
         Some(wt) => {
-            let frame = Frame {
+            let joining = Frame {
                 group: ptr::null(),
                 batch: ptr::null(),
                 parent: here.frame,
                 below: here.entered,
             };
+            let frame = Frame::new(wt, ptr::null(), ptr::null(), &joining);
             with_frame(wt, &frame, f)
         }
         // A branch runs on a worker; were it not, there is no frame to
