@@ -620,7 +620,7 @@ impl State {
 
 static INIT: Once = Once::new();
 
-/// When the current input started (milliseconds since the Unix epoch; 0
+/// When the current input started (`now_ms`; 0
 /// between inputs), for the watchdog.
 static INPUT_START_MS: AtomicU64 = AtomicU64::new(0);
 
@@ -630,10 +630,15 @@ static INPUT_START_MS: AtomicU64 = AtomicU64::new(0);
 /// fuzzing thread, and then it is ignored.)
 const HANG_MS: u64 = 30_000;
 
+/// Milliseconds on the monotonic clock since the first call, plus one (0
+/// means no input runs). Not the wall clock: a step of the system clock
+/// must not look like a hang.
 fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_millis() as u64)
+    static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    BASE.get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
+        + 1
 }
 
 /// Aborts the process when an input has run for [`HANG_MS`].
