@@ -57,11 +57,14 @@ def main():
             text = text[: text.rfind(b"\n@") + 1]
         with open(os.path.join(out, name), "wb") as fh:
             fh.write(text)
-    out = os.path.join(SEEDS, "slab_model")
-    os.makedirs(out, exist_ok=True)
-    rng = random.Random(15)
-    for i, n in enumerate([0, 64, 256, 1024]):
-        with open(os.path.join(out, f"random-{i}"), "wb") as fh:
-            fh.write(bytes(rng.randrange(256) for _ in range(n)))
+    # The operation-sequence targets decode any bytes (arbitrary): random
+    # inputs of a few lengths start them.
+    for target, seed in (("slab_model", 15), ("capi_calls", 16)):
+        out = os.path.join(SEEDS, target)
+        os.makedirs(out, exist_ok=True)
+        rng = random.Random(seed)
+        for i, n in enumerate([0, 64, 256, 1024]):
+            with open(os.path.join(out, f"random-{i}"), "wb") as fh:
+                fh.write(bytes(rng.randrange(256) for _ in range(n)))
 
 main()

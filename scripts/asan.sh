@@ -18,9 +18,21 @@
 # allocations still go through the intercepted malloc, so leaks and
 # misuse of its memory by terroir are seen.
 #
-# Not covered: capi/tests/c/two_plugins.c and plugin.c (they test the
-# shared library's one-pool-per-process property, and an instrumented
-# shared library would need the runtime preloaded).
+# capi/tests/c/two_plugins.c with plugin.c (the shared library's
+# one-pool-per-process property, tests/ffi.rs) runs too, on shared
+# objects: the instrumented libterroir.so (the same build's cdylib) under
+# two plugins, and two plugins that each carry their own copy of the
+# instrumented libterroir.a. A shared object gets no sanitizer runtime of
+# its own (rustc and clang link it into executables only); here the
+# executable carries it, linked as for the other programs and with its
+# symbols exported (-rdynamic), so that the __asan_* references of
+# libterroir.so and the plugins bind to it when they are loaded, and its
+# malloc interposes everyone's. One runtime for the whole process, the
+# one matching rustc's instrumentation, set up before any shared object's
+# constructor runs (it is the executable's): the same result as
+# LD_PRELOAD of a shared runtime, without needing one (clang's
+# libclang_rt.asan-x86_64.so, of another LLVM than rustc's, is not
+# installed).
 #
 # Leaks kept on purpose are suppressed in scripts/lsan.supp, one reason
 # per entry. Without a nightly toolchain it prints SKIPPED loudly and
@@ -112,6 +124,43 @@ check report "report" "$OUT/report-out" 18 2
 check group_cost "terroir" 2000 3 2
 check group_race "group_race rounds=3 ok" 3
 check group_waits " ok" 20
+
+echo "== two plugins over the instrumented libterroir.so, and over two copies of libterroir.a"
+# The shared library as installed: under its SONAME (libterroir.so.<abi>).
+SO_DIR="$OUT/lib"
+mkdir -p "$SO_DIR"
+cp "$TARGET_DIR/$TARGET/release/libterroir.so" "$SO_DIR/libterroir.so"
+SONAME=$(readelf -d "$SO_DIR/libterroir.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+[ -z "$SONAME" ] || ln -sf libterroir.so "$SO_DIR/$SONAME"
+# plugin NAME LINK...: capi/tests/c/plugin.c as lib<NAME>.so (linked
+# without -fsanitize, which would add clang's runtime pieces).
+plugin() {
+    local name=$1; shift
+    "$CLANG" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address -Wall -Wextra \
+        -fPIC -I "$ROOT/capi/include" -DPLUGIN_NAME="plugin_$name" \
+        -c "$ROOT/capi/tests/c/plugin.c" -o "$OUT/plugin_$name.o"
+    "$CLANG" -shared -o "$OUT/lib$name.so" "$OUT/plugin_$name.o" "$@"
+}
+plugin dyn_a -L "$SO_DIR" -lterroir -Wl,-rpath,"$SO_DIR"
+plugin dyn_b -L "$SO_DIR" -lterroir -Wl,-rpath,"$SO_DIR"
+plugin static_a -Wl,--exclude-libs,ALL "$LIB" -lgcc_s -lutil -lrt -lpthread -lm -ldl
+plugin static_b -Wl,--exclude-libs,ALL "$LIB" -lgcc_s -lutil -lrt -lpthread -lm -ldl
+# two_plugins NAME A B: the program loading plugins A and B, carrying the
+# runtime, exported.
+two_plugins() {
+    local name=$1 a=$2 b=$3
+    "$CLANG" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address -Wall -Wextra \
+        -I "$ROOT/capi/include" -DFIRST="plugin_$a" -DSECOND="plugin_$b" \
+        -c "$ROOT/capi/tests/c/two_plugins.c" -o "$OUT/$name.o"
+    "$CLANG" -o "$OUT/$name" "$OUT/$name.o" -rdynamic \
+        -Wl,--whole-archive "$RT" -Wl,--no-whole-archive \
+        -L "$OUT" -l"$a" -l"$b" -Wl,-rpath,"$OUT" \
+        -lgcc_s -lutil -lrt -lpthread -lm -ldl -lstdc++
+}
+two_plugins two_plugins_shared dyn_a dyn_b
+two_plugins two_plugins_static static_a static_b
+check two_plugins_shared "global pools: 1"
+check two_plugins_static "global pools: 2"
 
 if [ "$FAILED" -ne 0 ]; then
     echo "asan.sh: sanitizer reports or wrong output above"

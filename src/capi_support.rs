@@ -63,8 +63,9 @@ impl Worker {
     }
 
     /// `join(a, b)` on this worker (the calling thread's), its second
-    /// branch run in the caller's task-group frame on whichever thread
-    /// takes it.
+    /// branch run, on whichever other thread takes it, in a task-group
+    /// frame whose parent is the caller's and which leads to what this
+    /// thread holds below the join.
     ///
     /// Keep the closures' states to a word or two (a reference each): they
     /// travel to `join` in registers.

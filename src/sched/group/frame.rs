@@ -22,7 +22,12 @@
 //! runs their work (that would cost every join a word); the C API's join
 //! and its entries into a pool do ([`join_carrying_frame`],
 //! [`install_carrying_frame`]), so a C wait from a stolen branch of a
-//! group's task is refused too.
+//! group's task is refused too. A C join's branch taken by another thread
+//! runs in frames made there, which lead to the joining work's frame, to
+//! the joining thread's list head at the join, and to what the thief
+//! holds below the branch: a branch stolen again from its thief (or
+//! entering another pool) leads, through the thief's frames, to what the
+//! thief holds below it, and so on down every thread on the way.
 //!
 //! A frame also names the node below it on the list of the worker that
 //! runs its work, so that the walk of a wait from work that the frame's
@@ -54,11 +59,13 @@ pub(crate) struct Frame {
     pub(crate) batch: *const Batch,
     /// The frame of the work that waits for this one, or null.
     pub(crate) parent: *const Frame,
-    /// What the worker that runs this frame's work held lower on its stack
-    /// when the frame started (the head of its entered groups then, or
-    /// null): work that waits for this frame's work, also when the frame is
-    /// carried to another thread (a stolen C join branch) or the frame's
-    /// task belongs to no batch, where no batch's node leads there.
+    /// What a thread that waits for this frame's work holds lower on its
+    /// stack (the head of its entered groups, or null): for a group's task
+    /// or a pool entered, what the worker that runs it held when the frame
+    /// started; for the joining work's frame of a C join branch run as a
+    /// job (made on the thread that took it, `run_in_frame`), what the
+    /// joining thread held at the join. Work that waits for this frame's work, also where no
+    /// batch's node leads there (a task in no batch, a stolen branch).
     pub(crate) below: *const Entered,
 }
 
@@ -211,18 +218,29 @@ pub(crate) fn install_carrying_frame<R: Send>(
     })
 }
 
-/// `join(a, b)` on `wt`, the calling thread's worker, whose second branch
-/// runs in the caller's frame on whichever thread takes it.
+/// `join(a, b)` on `wt`, the calling thread's worker, whose second branch,
+/// when another thread takes it, runs in frames of its own there
+/// ([`run_in_frame`]), which lead to the caller's innermost frame, to the
+/// head of `wt`'s entered list at the join, and to what the thief holds
+/// below the branch.
 ///
-/// Keep the closures' states to a word or two (a reference): the states
-/// travel to `join` in registers.
+/// Why: the branch's thief may be stolen from in turn, or enter another
+/// pool, and a wait in that work must reach what each thread on the way
+/// holds below it, not only what the first joining thread held (the
+/// branch's frame is where later joins in the branch start from).
+///
+/// Keep the closures' states small (a reference each): the branch's state
+/// is three words (the frame, the list head and `b`'s reference).
 #[inline(always)]
 pub(crate) fn join_carrying_frame<A, B>(wt: &WorkerThread, a: A, b: B)
 where
     A: FnOnce() + Send,
     B: FnOnce() + Send,
 {
-    let here = FramePtr::of(wt);
+    let here = Below {
+        frame: wt.group_frame.get(),
+        entered: wt.group_entered.get(),
+    };
     join_flagged_in(wt, a, move |stolen| {
         if stolen {
             run_in_frame(here, b);
@@ -232,12 +250,56 @@ where
     });
 }
 
-/// Runs `f` in `frame` on the calling thread's worker (a stolen branch).
+/// What waits for a C join's branch on the thread that made the join: the
+/// joining work's innermost frame and the head of that thread's entered
+/// list, read at the join.
+#[derive(Clone, Copy)]
+struct Below {
+    frame: *const Frame,
+    entered: *const Entered,
+}
+
+// SAFETY: the frame and the nodes are only read (never written) through
+// these pointers, by work that the joining thread waits for (the join
+// returns only once its branch is done), and everything they lead to is
+// below the join on that thread's stack (see the module docs): alive and
+// unchanging while any thread uses them.
+unsafe impl Send for Below {}
+
+/// Runs `f` (a join's branch taken as a job: stolen, or taken back after a
+/// promotion) on the calling thread's worker in two new frames: the
+/// joining work's (child of the joining work's frame, its node below the
+/// joining thread's list head at the join) and, inside it, this thread's
+/// (its node below this thread's list head now: what it holds below the
+/// branch).
+///
+/// The invariant this keeps: from any frame, the walk reaches every node
+/// that any thread whose stack holds work waiting (directly or not) for
+/// that frame's work had on its entered list when that work started to
+/// wait. A join's branch is waited for by the join, and the join's thread
+/// cannot unlink the nodes it had at the join before the join returns;
+/// the thief cannot unlink what it held below the branch before the
+/// branch returns. The frames made here lead to both, and to the joining
+/// work's frame, which leads on to what waits for that work. Work forked
+/// in the branch starts from the inner frame: a branch stolen again from
+/// the thief leads through it to the thief's list at that later join, and
+/// on to the first joining thread's; work the branch runs in another pool
+/// (`install_carrying_frame`, where the thief blocks) leads to what the
+/// thief holds below the branch.
 #[cold]
 #[inline(never)]
-fn run_in_frame(frame: FramePtr, f: impl FnOnce()) {
+fn run_in_frame(here: Below, f: impl FnOnce()) {
     match WorkerThread::current() {
-        Some(wt) => with_frame(wt, frame.0, f),
+        Some(wt) => {
+            let joining = Frame {
+                group: ptr::null(),
+                batch: ptr::null(),
+                parent: here.frame,
+                below: here.entered,
+            };
+            let frame = Frame::new(wt, ptr::null(), ptr::null(), &joining);
+            with_frame(wt, &frame, f)
+        }
         // A branch runs on a worker; were it not, there is no frame to
         // keep (nothing could be stacked on this thread).
         None => f(),

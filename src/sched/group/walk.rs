@@ -8,9 +8,12 @@
 //! From a frame the walk goes to its parent (the work that waits for the
 //! frame's work), to its batch's node in the list of the batch's runner
 //! (the runner cannot return below that node before the batch ends, and
-//! the batch waits for the frame's task), and to the node below the frame
+//! the batch waits for the frame's task), and to the node below the frame:
 //! on the list of the worker that runs the frame's work (that worker cannot
-//! return below it before the frame's work ends). From a node it goes to the frame
+//! return below it before the frame's work ends), or, for the frame of a
+//! C join's branch taken by another thread, on the list of the thread that
+//! made the join, at the join (the join cannot return before the branch
+//! ends). From a node it goes to the frame
 //! of the work the node stands for and to the node below it. Each step
 //! leads to work that waits, directly or not, for the caller's work: none
 //! of it can end, and so none of its frames and nodes (locals of the
