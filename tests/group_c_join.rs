@@ -255,3 +255,100 @@ fn a_wait_in_another_pool_entered_from_a_stolen_c_join_branch_is_refused() {
     z.wait().unwrap();
     g.wait().unwrap();
 }
+
+/// A worker T inside a stolen C branch `b0` (waiting for `b0`'s own
+/// join's branch `b1`, which a third worker took) steals branch `b` of a
+/// C join made in group h's task; `b` waits for g. `b0`'s join is in g's
+/// task t, so g cannot become idle before T returns from `b0`, hence from
+/// `b`: the wait could never end. Found by review: `b`'s frames led to
+/// the thread that made `b`'s join and to T's list, but `b0`'s frames
+/// were on no list of T (a stolen branch put no node there), so the walk
+/// never reached t. Before the fix this test's wait was let through and
+/// hung (not refused within 20 s, twice); every stolen branch is now
+/// listed on its thief.
+#[test]
+fn a_wait_from_a_branch_stolen_by_a_worker_inside_another_stolen_branch_is_refused() {
+    let pool = strict_pool(4);
+    let g = Arc::new(pool.task_group());
+    let h = pool.task_group();
+    let f = || Arc::new(AtomicBool::new(false));
+    let (h_started, release, b1_started, t_ready, b_started) = (f(), f(), f(), f(), f());
+    let (tx, rx) = mpsc::channel();
+    let on: Arc<[AtomicUsize; 3]> = Arc::new(std::array::from_fn(|_| AtomicUsize::new(99)));
+    let idx = || terroir::current_thread_index().unwrap();
+    // Worker 2 (P): busy until T waits inside b0, then offers `b`.
+    {
+        let (hs, tr, bs, g, on2) = (
+            h_started.clone(),
+            t_ready.clone(),
+            b_started.clone(),
+            g.clone(),
+            on.clone(),
+        );
+        h.spawn_on(&pool.worker(2).unwrap(), move |_| {
+            hs.store(true, Ordering::Release);
+            spin_until(&tr);
+            let (bs, g, tx, on2) = (&bs, &g, &tx, &on2);
+            Worker::current(None).unwrap().join(
+                move || join_until(bs),
+                move || {
+                    on2[2].store(idx(), Ordering::Release);
+                    bs.store(true, Ordering::Release);
+                    tx.send((terroir::current_thread_index(), g.wait()))
+                        .unwrap();
+                },
+            );
+        });
+    }
+    spin_until(&h_started);
+    // Worker 0: g's task t, whose C join's branch b0 is stolen (by 1 or 3).
+    {
+        let (rel, b1s, tr, on1) = (
+            release.clone(),
+            b1_started.clone(),
+            t_ready.clone(),
+            on.clone(),
+        );
+        g.spawn_on(&pool.worker(0).unwrap(), move |_| {
+            let (rel, b1s, tr, on1) = (&rel, &b1s, &tr, &on1);
+            Worker::current(None).unwrap().join(
+                move || join_until(rel),
+                move || {
+                    on1[0].store(idx(), Ordering::Release);
+                    // b0 on T: its own C join, whose branch b1 the other
+                    // idle worker steals; T then waits for b1 (no node).
+                    Worker::current(None).unwrap().join(
+                        move || {
+                            join_until(b1s);
+                            tr.store(true, Ordering::Release);
+                        },
+                        move || {
+                            on1[1].store(idx(), Ordering::Release);
+                            b1s.store(true, Ordering::Release);
+                            spin_until(rel);
+                        },
+                    );
+                },
+            );
+        });
+    }
+    let got = rx.recv_timeout(Duration::from_secs(20));
+    let Ok((b_on, refused)) = got else {
+        eprintln!(
+            "b0 on {}, b1 on {}, b on {}; b1_started {} t_ready {} b_started {}",
+            on[0].load(Ordering::Acquire),
+            on[1].load(Ordering::Acquire),
+            on[2].load(Ordering::Acquire),
+            b1_started.load(Ordering::Acquire),
+            t_ready.load(Ordering::Acquire),
+            b_started.load(Ordering::Acquire)
+        );
+        std::mem::forget((g, h, pool));
+        panic!("the wait was not refused (it would never end)");
+    };
+    release.store(true, Ordering::Release);
+    eprintln!("b ran on {b_on:?}: {refused:?}");
+    assert_eq!(refused, Err(WouldDeadlock::StackedOnGroup));
+    h.wait().unwrap();
+    g.wait().unwrap();
+}

@@ -214,7 +214,8 @@ pub(crate) fn install_carrying_frame<R: Send>(
     pool.registry.in_worker(move |wt, _| {
         let parent = parent;
         let frame = Frame::new(wt, ptr::null(), ptr::null(), parent.0);
-        with_frame(wt, &frame, f)
+        // Listed as a stolen C branch is (see `run_in_frame`).
+        with_frame(wt, &frame, || with_entered(wt, ptr::null(), &frame, f))
     })
 }
 
@@ -298,7 +299,12 @@ fn run_in_frame(here: Below, f: impl FnOnce()) {
                 below: here.entered,
             };
             let frame = Frame::new(wt, ptr::null(), ptr::null(), &joining);
-            with_frame(wt, &frame, f)
+            // Listed on the thief too (a node of no group): work the thief
+            // takes while the branch waits lower on its stack (another
+            // stolen branch, a batch, a pool entered) starts with this
+            // node below it, and so reaches the branch's frames and what
+            // waits for them.
+            with_frame(wt, &frame, || with_entered(wt, ptr::null(), &frame, f))
         }
         // A branch runs on a worker; were it not, there is no frame to
         // keep (nothing could be stacked on this thread).
