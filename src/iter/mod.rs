@@ -242,7 +242,7 @@ where
 /// ([`ParallelIterator::collect`]): rayon's `FromParallelIterator`.
 /// Implemented for `Vec` (in order), `VecDeque`, `LinkedList`,
 /// `BinaryHeap`, `HashMap`, `HashSet`, `BTreeMap`, `BTreeSet`, `String`,
-/// `Box<[T]>`, `Rc<[T]>`, `Arc<[T]>`, `Cow`, `()`, pairs of collections
+/// `OsString`, `Box<[T]>`, `Rc<[T]>`, `Arc<[T]>`, `Cow`, `()`, pairs of collections
 /// (unzipping), and `Result<C, E>` / `Option<C>` (which stop at an error
 /// or `None`).
 ///

@@ -1,0 +1,83 @@
+//! The rayon items added after the first set: char ranges, slice and
+//! string odds and ends, `Either`, multizip, `split`, `walk_tree*`,
+//! `interleave*`, `intersperse`, `fold_chunks*`, `by_*_blocks`. Each
+//! against `std` under the pools of the parent module.
+
+use std::borrow::Cow;
+use std::ffi::{OsStr, OsString};
+
+use proptest::prelude::*;
+use terroir::prelude::*;
+
+use super::{case, data, pools};
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn char_ranges_match_std((p, len, min) in case(), from in 0xD000u32..0xE100) {
+        let (name, pool) = &pools()[p];
+        // Ranges across (and next to) the surrogate gap, and up to char::MAX.
+        let lo = char::from_u32(from).unwrap_or('\u{E000}');
+        let hi = char::from_u32(from.saturating_add(len as u32)).unwrap_or('\u{E000}');
+        pool.install(|| {
+            for (lo, hi) in [(lo, hi), ('\u{10FF00}', char::MAX)] {
+                let got: Vec<char> = (lo..hi).into_par_iter().with_min_len(min).collect();
+                prop_assert_eq!(&got, &(lo..hi).collect::<Vec<_>>(), "{}", name);
+                prop_assert_eq!((lo..hi).into_par_iter().len(), (lo..hi).count());
+                let got: Vec<char> = (lo..=hi).into_par_iter().rev().collect();
+                prop_assert_eq!(got, (lo..=hi).rev().collect::<Vec<_>>(), "{}", name);
+                prop_assert_eq!((lo..=hi).into_par_iter().len(), (lo..=hi).count());
+            }
+            Ok(())
+        })?;
+    }
+
+    #[test]
+    fn slice_and_string_odds_and_ends((p, len, _min) in case(), size in 1usize..40) {
+        let (name, pool) = &pools()[p];
+        let v = data(len);
+        pool.install(|| {
+            // Clones of the chunk iterators yield what the originals do.
+            let c = v.par_chunks(size);
+            prop_assert_eq!(c.clone().collect::<Vec<_>>(), c.collect::<Vec<_>>());
+            let c = v.par_rchunks_exact(size);
+            prop_assert_eq!(c.clone().collect::<Vec<_>>(), v.rchunks_exact(size).collect::<Vec<_>>());
+            // The remainders of the exact `_mut` forms, for the slice's lifetime.
+            let mut w = v.clone();
+            let mut want = v.clone();
+            let rem = w.par_chunks_exact_mut(size).into_remainder();
+            rem.iter_mut().for_each(|x| *x = u64::MAX);
+            want.chunks_exact_mut(size).into_remainder().iter_mut().for_each(|x| *x = u64::MAX);
+            prop_assert_eq!(&w, &want, "into_remainder {}", name);
+            let rem = w.par_rchunks_exact_mut(size).into_remainder();
+            rem.iter_mut().for_each(|x| *x = 7);
+            want.rchunks_exact_mut(size).into_remainder().iter_mut().for_each(|x| *x = 7);
+            prop_assert_eq!(&w, &want, "rchunks into_remainder {}", name);
+            // String::par_drain, on char boundaries.
+            let s: String = v.iter().map(|&x| char::from_u32(0x60 + (x % 0x400) as u32).unwrap()).collect();
+            let cut = s.char_indices().map(|(i, _)| i).nth(len / 3).unwrap_or(s.len());
+            let (mut a, mut b) = (s.clone(), s.clone());
+            let got: String = a.par_drain(cut..).collect();
+            let want: String = b.drain(cut..).collect();
+            prop_assert_eq!((got, a), (want, b), "par_drain {}", name);
+            // OsString from &OsStr, OsString and Cow<OsStr>, in order.
+            let words: Vec<String> = v.iter().map(|x| format!("{x},")).collect();
+            let want: OsString = words.iter().map(OsStr::new).collect();
+            let got: OsString = words.par_iter().map(OsStr::new).collect();
+            prop_assert_eq!(&got, &want);
+            let got: OsString = words.par_iter().map(|w| OsString::from(w)).collect();
+            prop_assert_eq!(&got, &want);
+            let got: Cow<'_, OsStr> = words.par_iter().map(|w| Cow::Borrowed(OsStr::new(w))).collect();
+            prop_assert_eq!(&*got, want.as_os_str());
+            Ok(())
+        })?;
+    }
+}
+
+#[test]
+#[should_panic(expected = "is not a char boundary")]
+fn string_par_drain_off_a_boundary_panics() {
+    let mut s = String::from("é");
+    let _ = s.par_drain(1..);
+}
