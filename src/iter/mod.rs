@@ -95,13 +95,11 @@
 //!   implement [`IntoParallelIterator`]).
 //! - `par_split`, `par_lines`, `par_split_whitespace` and the other
 //!   string splitters find their pieces in one sequential pass first.
-//! - Not provided: `interleave`, `intersperse`, `partition_map` (it needs
-//!   the `either` crate), `fold_chunks`, `by_exponential_blocks`,
-//!   `by_uniform_blocks`, `walk_tree`, `par_bridge` over iterators that
-//!   are not `Send`.
+//! - Not provided: `par_bridge` over iterators that are not `Send`.
 
 mod collect;
 mod consume;
+mod either;
 mod flat;
 mod fold;
 mod indexed;
@@ -128,6 +126,7 @@ pub mod string;
 pub mod vec;
 
 pub use consume::Try;
+pub use either::Either;
 pub use indexed::IndexedParallelIterator;
 pub use indexed_adaptors::{Enumerate, MaxLen, MinLen, Positions, Rev, Zip, ZipEq};
 pub use map::{Cloned, Copied, Inspect, Map, Update};

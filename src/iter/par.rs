@@ -709,6 +709,28 @@ pub trait ParallelIterator: Sized + Send {
         super::collect::partition(self, predicate)
     }
 
+    /// Maps every item to an [`Either`](super::Either) and collects the
+    /// `Left` values into the first collection, the `Right` values into
+    /// the second (each in order, for ordered collections).
+    ///
+    /// ```
+    /// use terroir::iter::Either;
+    /// use terroir::prelude::*;
+    /// let (nums, words): (Vec<i32>, String) = "a 1 b 2 c".par_split_whitespace()
+    ///     .partition_map(|s| s.parse::<i32>().map_or(Either::Right(s), Either::Left));
+    /// assert_eq!((nums, words), (vec![1, 2], "abc".to_string()));
+    /// ```
+    fn partition_map<A, B, P, L, R>(self, predicate: P) -> (A, B)
+    where
+        A: Default + Send + ParallelExtend<L>,
+        B: Default + Send + ParallelExtend<R>,
+        P: Fn(Self::Item) -> super::Either<L, R> + Sync + Send,
+        L: Send,
+        R: Send,
+    {
+        super::either::partition_map(self, predicate)
+    }
+
     /// At most `n` items, any of them (not necessarily the first).
     fn take_any(self, n: usize) -> TakeAny<Self> {
         TakeAny::new(self, n)

@@ -81,3 +81,68 @@ fn string_par_drain_off_a_boundary_panics() {
     let mut s = String::from("é");
     let _ = s.par_drain(1..);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn either_runs_its_side_and_partition_map_keeps_order((p, len, min) in case()) {
+        use std::collections::BTreeSet;
+        use terroir::iter::Either;
+        let (name, pool) = &pools()[p];
+        let v = data(len);
+        pool.install(|| {
+            // Either side, indexed (enumerate, rev) and not (filter).
+            for left in [true, false] {
+                let e: Either<_, _> = if left {
+                    Either::Left(v.par_iter().with_min_len(min).copied())
+                } else {
+                    Either::Right(v.par_iter().copied().rev().rev())
+                };
+                prop_assert_eq!(e.len(), len);
+                let got: Vec<(usize, u64)> = e.clone().enumerate().rev().collect();
+                let want: Vec<(usize, u64)> = v.iter().copied().enumerate().rev().collect();
+                prop_assert_eq!(got, want, "indexed {} {}", left, name);
+                let got: Vec<u64> = e.filter(|x| x % 3 == 0).collect();
+                prop_assert_eq!(got, v.iter().copied().filter(|x| x % 3 == 0).collect::<Vec<_>>());
+            }
+            // partition_map and the unzip of Eithers, against std.
+            let side = |x: &u64| if x % 3 == 0 { Either::Left(*x) } else { Either::Right(x.to_string()) };
+            let (a, b): (Vec<u64>, Vec<String>) = v.par_iter().with_min_len(min).partition_map(side);
+            let (wa, wb): (Vec<u64>, Vec<String>) = v.iter().partition_map_std(side);
+            prop_assert_eq!(&a, &wa, "partition_map {}", name);
+            prop_assert_eq!(&b, &wb, "partition_map {}", name);
+            let (a, b): (Vec<u64>, Vec<String>) = v.par_iter().map(side).collect();
+            prop_assert_eq!((&a, &b), (&wa, &wb), "collect of Eithers {}", name);
+            // Extending either side.
+            let mut e: Either<Vec<u64>, BTreeSet<u64>> = Either::Left(vec![1]);
+            e.par_extend(v.par_iter().copied());
+            let mut want = vec![1];
+            want.extend(&v);
+            prop_assert_eq!(e, Either::Left(want));
+            let mut e: Either<Vec<u64>, BTreeSet<u64>> = Either::Right(BTreeSet::new());
+            e.par_extend(v.par_iter().copied());
+            prop_assert_eq!(e, Either::Right(v.iter().copied().collect()));
+            Ok(())
+        })?;
+    }
+}
+
+/// `Iterator::partition` into two types, the sequential reference of
+/// `partition_map`.
+trait PartitionMapStd: Iterator + Sized {
+    fn partition_map_std<L, R, F>(self, f: F) -> (Vec<L>, Vec<R>)
+    where
+        F: Fn(Self::Item) -> terroir::iter::Either<L, R>,
+    {
+        let (mut ls, mut rs) = (Vec::new(), Vec::new());
+        for x in self {
+            match f(x) {
+                terroir::iter::Either::Left(l) => ls.push(l),
+                terroir::iter::Either::Right(r) => rs.push(r),
+            }
+        }
+        (ls, rs)
+    }
+}
+impl<I: Iterator> PartitionMapStd for I {}
