@@ -146,3 +146,41 @@ trait PartitionMapStd: Iterator + Sized {
     }
 }
 impl<I: Iterator> PartitionMapStd for I {}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn multizip_of_one_to_twelve((p, len, _min) in case(), cut in 0usize..50) {
+        let (name, pool) = &pools()[p];
+        let v = data(len);
+        let w = data(len.saturating_sub(cut)); // shorter: the shortest wins
+        pool.install(|| {
+            let got: Vec<(&u64,)> = (&v,).into_par_iter().collect();
+            prop_assert_eq!(got, v.iter().map(|x| (x,)).collect::<Vec<_>>(), "1 {}", name);
+            let got: Vec<u64> = (&v, &w, &v, &v, &v, &v, &w)
+                .into_par_iter()
+                .map(|(a, b, c, d, e, f, g)| a ^ b ^ c ^ d ^ e ^ f ^ g)
+                .collect();
+            let want: Vec<u64> = v.iter().zip(&w).map(|(a, b)| a ^ b ^ a ^ a ^ a ^ a ^ b).collect();
+            prop_assert_eq!(got, want, "7 {}", name);
+            let t = (&v, &v, &v, &v, &v, &v, &v, &v, &v, &v, &v, &w);
+            let got: Vec<(usize, u64)> = t
+                .into_par_iter()
+                .map(|(a, _, _, _, _, _, _, _, _, _, k, l)| (*a as usize, k + l))
+                .rev()
+                .collect();
+            let want: Vec<(usize, u64)> = v.iter().zip(&w).map(|(a, l)| (*a as usize, a + l)).rev().collect();
+            prop_assert_eq!(got, want, "12 {}", name);
+            // References to tuples of collections.
+            let mut pair = (v.clone(), w.clone());
+            let got: Vec<(&u64, &u64)> = (&pair).into_par_iter().collect();
+            prop_assert_eq!(got, v.iter().zip(&w).collect::<Vec<_>>());
+            (&mut pair).into_par_iter().for_each(|(a, b)| std::mem::swap(a, b));
+            let n = w.len();
+            prop_assert_eq!(&pair.0[..n], &w[..]);
+            prop_assert_eq!(&pair.1[..], &v[..n]);
+            Ok(())
+        })?;
+    }
+}
