@@ -112,7 +112,9 @@ mod placed;
 pub(crate) mod plumbing;
 mod regroup;
 mod sources;
+mod splitter;
 mod unindexed;
+mod walk_tree;
 
 pub mod collections;
 pub mod option;
@@ -143,10 +145,14 @@ pub use sources::{
     empty, once, repeat, repeat_n, repeatn, Empty, IterBridge, Once, ParallelBridge, Repeat,
     RepeatN,
 };
+pub use splitter::{split, Split};
 pub use unindexed::{
     Chain, Filter, FilterMap, FlatMap, FlatMapIter, Flatten, FlattenIter, Fold, FoldWith,
     PanicFuse, Scheduled, SkipAny, SkipAnyWhile, TakeAny, TakeAnyWhile, TryFold, TryFoldWith,
     WhileSome,
+};
+pub use walk_tree::{
+    walk_tree, walk_tree_postfix, walk_tree_prefix, WalkTree, WalkTreePostfix, WalkTreePrefix,
 };
 
 /// A value that can be turned into a parallel iterator: rayon's

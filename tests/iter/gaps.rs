@@ -184,3 +184,117 @@ proptest! {
         })?;
     }
 }
+
+/// A tree on nodes `0..len`, node 0 the root and node `i > 0` a child of
+/// an earlier node picked by `shape`: random (shallow), a chain (deep) or
+/// a star (wide). Children lists in increasing order.
+fn tree(len: usize, shape: u8) -> Vec<Vec<usize>> {
+    let v = data(len);
+    let mut children = vec![Vec::new(); len];
+    for i in 1..len {
+        let parent = match shape % 3 {
+            0 => v[i] as usize % i,
+            1 => i - 1,
+            _ => 0,
+        };
+        children[parent].push(i);
+    }
+    children
+}
+
+fn prefix_std(t: &[Vec<usize>], n: usize, out: &mut Vec<usize>) {
+    let mut stack = vec![n];
+    while let Some(n) = stack.pop() {
+        out.push(n);
+        stack.extend(t[n].iter().rev());
+    }
+}
+
+fn postfix_std(t: &[Vec<usize>], n: usize, out: &mut Vec<usize>) {
+    // (node, children entered so far)
+    let mut stack = vec![(n, 0)];
+    while let Some((n, i)) = stack.pop() {
+        if let Some(&c) = t[n].get(i) {
+            stack.push((n, i + 1));
+            stack.push((c, 0));
+        } else {
+            out.push(n);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn split_yields_the_splitters_pieces_in_order((p, len, min) in case()) {
+        let (name, pool) = &pools()[p];
+        let min = min.max(1);
+        let halves = |r: std::ops::Range<usize>| {
+            if r.len() <= min {
+                (r, None)
+            } else {
+                let mid = r.start + r.len() / 2;
+                (r.start..mid, Some(mid..r.end))
+            }
+        };
+        pool.install(|| {
+            let pieces: Vec<std::ops::Range<usize>> = terroir::iter::split(0..len, halves).collect();
+            prop_assert!(pieces.iter().all(|r| !r.is_empty() || len == 0), "{}", name);
+            let flat: Vec<usize> = pieces.into_iter().flatten().collect();
+            prop_assert_eq!(flat, (0..len).collect::<Vec<_>>(), "split {}", name);
+            let sum: usize = terroir::iter::split(0..len, halves).map(|r| r.sum::<usize>()).sum();
+            prop_assert_eq!(sum, (0..len).sum::<usize>());
+            let want = (0..len).find(|x| x % 97 == 96);
+            let got = terroir::iter::split(0..len, halves).flat_map_iter(|r| r).find_first(|x| x % 97 == 96);
+            prop_assert_eq!(got, want, "find_first {}", name);
+            let want = (0..len).rev().find(|x| x % 97 == 5);
+            let got = terroir::iter::split(0..len, halves).flat_map_iter(|r| r).find_last(|x| x % 97 == 5);
+            prop_assert_eq!(got, want, "find_last {}", name);
+            Ok(())
+        })?;
+    }
+
+    #[test]
+    fn tree_walks_match_a_sequential_walk((p, len, _min) in case(), shape in 0u8..3) {
+        use terroir::iter::{walk_tree, walk_tree_postfix, walk_tree_prefix};
+        let (name, pool) = &pools()[p];
+        let len = len.max(1);
+        let t = tree(len, shape);
+        let kids = |&n: &usize| t[n].iter().copied();
+        let (mut pre, mut post) = (Vec::new(), Vec::new());
+        prefix_std(&t, 0, &mut pre);
+        postfix_std(&t, 0, &mut post);
+        pool.install(|| {
+            let got: Vec<usize> = walk_tree_prefix(0, kids).collect();
+            prop_assert_eq!(&got, &pre, "prefix {} shape {}", name, shape);
+            let got: Vec<usize> = walk_tree_postfix(0, kids).collect();
+            prop_assert_eq!(&got, &post, "postfix {} shape {}", name, shape);
+            let mut got: Vec<usize> = walk_tree(0, kids).collect();
+            got.sort_unstable();
+            prop_assert_eq!(got, (0..len).collect::<Vec<_>>(), "walk_tree {}", name);
+            // Searches skip parts, and still find the first / last match.
+            let hit = |n: &usize| n % 13 == 12;
+            prop_assert_eq!(walk_tree_prefix(0, kids).find_first(hit), pre.iter().copied().find(hit));
+            prop_assert_eq!(walk_tree_postfix(0, kids).find_last(hit), post.iter().copied().rev().find(hit));
+            prop_assert_eq!(walk_tree_postfix(0, kids).count(), len);
+            Ok(())
+        })?;
+    }
+}
+
+/// A chain far deeper than any stack could recurse.
+#[test]
+fn tree_walks_of_a_deep_chain() {
+    use terroir::iter::{walk_tree_postfix, walk_tree_prefix};
+    const N: u32 = 1_000_000;
+    let next = |&n: &u32| (n + 1 < N).then_some(n + 1);
+    assert!(walk_tree_prefix(0, next)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .eq(0..N));
+    assert!(walk_tree_postfix(0, next)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .eq((0..N).rev()));
+}
