@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 
 use super::indexed_adaptors::{Enumerate, MaxLen, MinLen, Positions, Rev, Zip, ZipEq};
+use super::interleave::{Interleave, InterleaveShortest};
 use super::plumbing::{self, Consumer, Piece};
 use super::regroup::{Chunks, Skip, StepBy, Take};
 use super::{IntoParallelIterator, ParallelIterator};
@@ -98,6 +99,42 @@ pub trait IndexedParallelIterator: ParallelIterator {
             "iterators must have the same length"
         );
         ZipEq::new(self, other)
+    }
+
+    /// One item of `self`, then one of `other`, in turn; when one has no
+    /// items left, the rest of the other.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let v: Vec<i32> = (0..3).into_par_iter().interleave(vec![7, 8, 9, 10]).collect();
+    /// assert_eq!(v, [0, 7, 1, 8, 2, 9, 10]);
+    /// ```
+    fn interleave<I>(self, other: I) -> Interleave<Self, I::Iter>
+    where
+        I: IntoParallelIterator<
+            Item = Self::Item,
+            Iter: IndexedParallelIterator<Item = Self::Item>,
+        >,
+    {
+        Interleave::new(self, other.into_par_iter())
+    }
+
+    /// [`interleave`](Self::interleave) that ends as soon as the iterator
+    /// whose turn it is has no items left.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let v: Vec<i32> = (0..3).into_par_iter().interleave_shortest(vec![7, 8, 9, 10]).collect();
+    /// assert_eq!(v, [0, 7, 1, 8, 2, 9]);
+    /// ```
+    fn interleave_shortest<I>(self, other: I) -> InterleaveShortest<Self, I::Iter>
+    where
+        I: IntoParallelIterator<
+            Item = Self::Item,
+            Iter: IndexedParallelIterator<Item = Self::Item>,
+        >,
+    {
+        InterleaveShortest::new(self, other.into_par_iter())
     }
 
     /// The items in `Vec`s of `chunk_size` (the last one shorter).

@@ -298,3 +298,65 @@ fn tree_walks_of_a_deep_chain() {
         .into_iter()
         .eq((0..N).rev()));
 }
+
+/// `a` and `b` in turns; `shortest`: stop when the side whose turn it is
+/// has none left.
+fn interleave_std(a: &[u64], b: &[u64], shortest: bool) -> Vec<u64> {
+    let (mut i, mut j, mut out) = (a.iter(), b.iter(), Vec::new());
+    loop {
+        match i.next() {
+            Some(&x) => out.push(x),
+            None if shortest => return out,
+            None => {
+                out.extend(j);
+                return out;
+            }
+        }
+        match j.next() {
+            Some(&y) => out.push(y),
+            None if shortest => return out,
+            None => {
+                out.extend(i);
+                return out;
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn interleave_matches_std((p, len, min) in case(), other in 0usize..300) {
+        let (name, pool) = &pools()[p];
+        let a = data(len);
+        let b: Vec<u64> = data(other).into_iter().map(|x| x + (1 << 30)).collect();
+        pool.install(|| {
+            for (x, y) in [(&a, &b), (&b, &a)] {
+                for shortest in [false, true] {
+                    let want = interleave_std(x, y, shortest);
+                    let it = || {
+                        let (x, y) = (x.par_iter().copied(), y.par_iter().copied());
+                        if shortest {
+                            terroir::iter::Either::Left(x.interleave_shortest(y))
+                        } else {
+                            terroir::iter::Either::Right(x.interleave(y))
+                        }
+                    };
+                    prop_assert_eq!(it().len(), want.len());
+                    let got: Vec<u64> = it().with_min_len(min).collect();
+                    prop_assert_eq!(&got, &want, "{} shortest {}", name, shortest);
+                    let got: Vec<u64> = it().rev().collect();
+                    prop_assert_eq!(got, want.iter().rev().copied().collect::<Vec<_>>(), "rev {}", name);
+                    // Zipped and enumerated: split at any unit.
+                    let got: Vec<(usize, u64)> = it().enumerate().zip(0..want.len()).map(|(e, _)| e).collect();
+                    prop_assert_eq!(got, want.iter().copied().enumerate().collect::<Vec<_>>());
+                    let skip = want.len() / 3;
+                    let got: Vec<u64> = it().skip(skip).rev().take(5).collect();
+                    prop_assert_eq!(got, want[skip..].iter().rev().take(5).copied().collect::<Vec<_>>());
+                }
+            }
+            Ok(())
+        })?;
+    }
+}
