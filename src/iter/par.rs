@@ -4,6 +4,7 @@ use std::cmp::Ordering;
 use std::iter::{Product, Sum};
 
 use super::consume::{self, Try};
+use super::intersperse::Intersperse;
 use super::map::{Cloned, Copied, Inspect, Map, Update};
 use super::map_state::{MapInit, MapWith};
 use super::plumbing::{Consumer, Schedule};
@@ -729,6 +730,21 @@ pub trait ParallelIterator: Sized + Send {
         R: Send,
     {
         super::either::partition_map(self, predicate)
+    }
+
+    /// A clone of `element` between every two items (indexed when `self`
+    /// is: `len`, `rev`, `zip` work on the result).
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let v: Vec<i32> = (1..4).into_par_iter().intersperse(-1).collect();
+    /// assert_eq!(v, [1, -1, 2, -1, 3]);
+    /// ```
+    fn intersperse(self, element: Self::Item) -> Intersperse<Self>
+    where
+        Self::Item: Clone,
+    {
+        Intersperse::new(self, element)
     }
 
     /// At most `n` items, any of them (not necessarily the first).

@@ -360,3 +360,62 @@ proptest! {
         })?;
     }
 }
+
+/// `sep` between every two items of `v`.
+fn intersperse_std<T: Clone>(v: &[T], sep: T) -> Vec<T> {
+    let mut out = Vec::new();
+    for (i, x) in v.iter().enumerate() {
+        if i > 0 {
+            out.push(sep.clone());
+        }
+        out.push(x.clone());
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn intersperse_matches_std((p, len, min) in case()) {
+        let (name, pool) = &pools()[p];
+        let v = data(len);
+        let sep = u64::MAX;
+        let want = intersperse_std(&v, sep);
+        pool.install(|| {
+            // Indexed: collect (exact positions), len, rev, zip, skip/take.
+            let it = || v.par_iter().copied().with_min_len(min).intersperse(sep);
+            prop_assert_eq!(it().len(), want.len());
+            prop_assert_eq!(it().opt_len(), Some(want.len()));
+            prop_assert_eq!(&it().collect::<Vec<_>>(), &want, "collect {}", name);
+            let mut into = Vec::new();
+            it().collect_into_vec(&mut into);
+            prop_assert_eq!(&into, &want, "collect_into_vec {}", name);
+            prop_assert_eq!(it().rev().collect::<Vec<_>>(), want.iter().rev().copied().collect::<Vec<_>>(), "rev {}", name);
+            let got: Vec<(u64, usize)> = it().zip(0..want.len()).collect();
+            prop_assert_eq!(got, want.iter().copied().zip(0..).collect::<Vec<_>>(), "zip {}", name);
+            let skip = want.len() / 3;
+            let got: Vec<u64> = it().skip(skip).rev().skip(1).collect();
+            let want_sr: Vec<u64> = want[skip..].iter().rev().skip(1).copied().collect();
+            prop_assert_eq!(got, want_sr, "skip rev {}", name);
+            // Twice (the outer one over an indexed inner one).
+            let twice: Vec<u64> = it().intersperse(7).collect();
+            prop_assert_eq!(&twice, &intersperse_std(&want, 7), "twice {}", name);
+            // Unindexed: runs hold their first item back.
+            let odd: Vec<u64> = v.iter().copied().filter(|x| x % 2 == 1).collect();
+            let got: Vec<u64> = v.par_iter().copied().filter(|x| x % 2 == 1).intersperse(sep).collect();
+            prop_assert_eq!(&got, &intersperse_std(&odd, sep), "filtered {}", name);
+            let got: Vec<u64> = v.par_iter().copied().filter(|x| x % 2 == 1).intersperse(sep).intersperse(3).collect();
+            prop_assert_eq!(&got, &intersperse_std(&intersperse_std(&odd, sep), 3), "filtered twice {}", name);
+            let got = v.par_iter().copied().filter(|x| x % 2 == 1).intersperse(sep).count();
+            prop_assert_eq!(got, intersperse_std(&odd, sep).len());
+            let s: String = v.iter().map(|x| (x % 1000).to_string()).collect::<Vec<_>>().join(",");
+            let got: String = s.par_split(',').intersperse(";").collect();
+            prop_assert_eq!(got, s.replace(',', ";"), "strings {}", name);
+            // Searches over interspersed items.
+            let pos = |want: &[u64]| want.iter().position(|&x| x == sep);
+            prop_assert_eq!(it().position_first(|x| x == sep), pos(&want));
+            Ok(())
+        })?;
+    }
+}
