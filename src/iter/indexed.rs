@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 
+use super::blocks::{ExponentialBlocks, UniformBlocks};
 use super::indexed_adaptors::{Enumerate, MaxLen, MinLen, Positions, Rev, Zip, ZipEq};
 use super::interleave::{Interleave, InterleaveShortest};
 use super::plumbing::{self, Consumer, Piece};
@@ -135,6 +136,38 @@ pub trait IndexedParallelIterator: ParallelIterator {
         >,
     {
         InterleaveShortest::new(self, other.into_par_iter())
+    }
+
+    /// Runs the loop as a sequence of parallel loops over consecutive
+    /// blocks, each finished before the next starts: the first block has
+    /// one item per worker, each next one twice as many (rayon's sizes).
+    /// A search (`find_first`, `position_first`, …) then ends after the
+    /// block that holds its match, without touching later ones.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let first = (0..1_000_000u64).into_par_iter().by_exponential_blocks().find_first(|x| x * x > 1000);
+    /// assert_eq!(first, Some(32));
+    /// ```
+    fn by_exponential_blocks(self) -> ExponentialBlocks<Self> {
+        ExponentialBlocks::new(self)
+    }
+
+    /// [`by_exponential_blocks`](Self::by_exponential_blocks) with every
+    /// block of `block_size` items (the last one shorter).
+    ///
+    /// # Panics
+    /// When `block_size` is 0.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let v: Vec<u32> = (0..10u32).into_par_iter().by_uniform_blocks(4).map(|x| x * 2).collect();
+    /// assert_eq!(v, [0, 2, 4, 6, 8, 10, 12, 14, 16, 18]);
+    /// ```
+    #[track_caller]
+    fn by_uniform_blocks(self, block_size: usize) -> UniformBlocks<Self> {
+        assert!(block_size != 0, "block_size must not be zero");
+        UniformBlocks::new(self, block_size)
     }
 
     /// The items in `Vec`s of `chunk_size` (the last one shorter).

@@ -97,6 +97,7 @@
 //!   string splitters find their pieces in one sequential pass first.
 //! - Not provided: `par_bridge` over iterators that are not `Send`.
 
+mod blocks;
 mod collect;
 mod consume;
 mod either;
@@ -129,6 +130,7 @@ pub mod slice;
 pub mod string;
 pub mod vec;
 
+pub use blocks::{ExponentialBlocks, UniformBlocks};
 pub use consume::Try;
 pub use either::Either;
 pub use indexed::IndexedParallelIterator;

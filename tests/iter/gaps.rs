@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::ffi::{OsStr, OsString};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;
 use terroir::prelude::*;
@@ -418,4 +419,55 @@ proptest! {
             Ok(())
         })?;
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn blocks_keep_order_and_run_one_after_another((p, len, min) in case(), size in 1usize..500) {
+        let (name, pool) = &pools()[p];
+        let v = data(len);
+        pool.install(|| {
+            let got: Vec<u64> = v.par_iter().copied().with_min_len(min).by_uniform_blocks(size).collect();
+            prop_assert_eq!(&got, &v, "uniform {}", name);
+            let got: Vec<u64> = v.par_iter().copied().by_exponential_blocks().filter(|x| x % 3 == 0).collect();
+            prop_assert_eq!(got, v.iter().copied().filter(|x| x % 3 == 0).collect::<Vec<_>>(), "exponential {}", name);
+            prop_assert_eq!(v.par_iter().by_exponential_blocks().count(), len);
+            let hit = |x: &&u64| **x % 101 == 7;
+            prop_assert_eq!(v.par_iter().by_uniform_blocks(size).find_first(hit), v.iter().find(hit));
+            prop_assert_eq!(v.par_iter().by_exponential_blocks().find_last(hit), v.iter().rev().find(hit));
+            // Every block ends before the next starts: the order in which
+            // items ran is increasing from block to block.
+            let clock = AtomicUsize::new(0);
+            let ran: Vec<usize> = v
+                .par_iter()
+                .map(|_| clock.fetch_add(1, Ordering::Relaxed))
+                .by_uniform_blocks(size)
+                .collect();
+            let blocks: Vec<(usize, usize)> = ran
+                .chunks(size)
+                .map(|b| (*b.iter().min().unwrap(), *b.iter().max().unwrap()))
+                .collect();
+            prop_assert!(blocks.windows(2).all(|w| w[0].1 < w[1].0), "blocks overlap {}", name);
+            Ok(())
+        })?;
+    }
+}
+
+/// A search in blocks does not run the blocks after the one holding its
+/// match.
+#[test]
+fn exponential_blocks_stop_after_the_match() {
+    let ran = AtomicUsize::new(0);
+    let first = (0..1_000_000u64)
+        .into_par_iter()
+        .inspect(|_| {
+            ran.fetch_add(1, Ordering::Relaxed);
+        })
+        .by_exponential_blocks()
+        .find_first(|&x| x == 100);
+    assert_eq!(first, Some(100));
+    // The block holding 100 ends at most at 2 * 100 + the first block.
+    assert!(ran.into_inner() <= 2 * 101 + 2 * terroir::current_num_threads());
 }
