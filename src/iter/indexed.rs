@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 
 use super::blocks::{ExponentialBlocks, UniformBlocks};
+use super::fold_chunks::{FoldChunks, FoldChunksWith};
 use super::indexed_adaptors::{Enumerate, MaxLen, MinLen, Positions, Rev, Zip, ZipEq};
 use super::interleave::{Interleave, InterleaveShortest};
 use super::plumbing::{self, Consumer, Piece};
@@ -168,6 +169,60 @@ pub trait IndexedParallelIterator: ParallelIterator {
     fn by_uniform_blocks(self, block_size: usize) -> UniformBlocks<Self> {
         assert!(block_size != 0, "block_size must not be zero");
         UniformBlocks::new(self, block_size)
+    }
+
+    /// Folds each chunk of `chunk_size` consecutive items (the last one
+    /// shorter) into one value, starting from `identity()`: the values
+    /// in order.
+    ///
+    /// # Panics
+    /// When `chunk_size` is 0.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let sums: Vec<i32> = (1..=10).into_par_iter().fold_chunks(3, || 0, |a, x| a + x).collect();
+    /// assert_eq!(sums, [6, 15, 24, 10]);
+    /// ```
+    #[track_caller]
+    fn fold_chunks<T, ID, F>(
+        self,
+        chunk_size: usize,
+        identity: ID,
+        fold_op: F,
+    ) -> FoldChunks<Self, ID, F>
+    where
+        ID: Fn() -> T + Send + Sync,
+        F: Fn(T, Self::Item) -> T + Send + Sync,
+        T: Send,
+    {
+        assert!(chunk_size != 0, "chunk_size must not be zero");
+        FoldChunks::new(self, chunk_size, identity, fold_op)
+    }
+
+    /// [`fold_chunks`](Self::fold_chunks) starting each chunk from a clone
+    /// of `init`.
+    ///
+    /// # Panics
+    /// When `chunk_size` is 0.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let v: Vec<String> = ['a', 'b', 'c'].par_iter().fold_chunks_with(2, String::from(">"), |mut s, c| { s.push(*c); s }).collect();
+    /// assert_eq!(v, [">ab", ">c"]);
+    /// ```
+    #[track_caller]
+    fn fold_chunks_with<T, F>(
+        self,
+        chunk_size: usize,
+        init: T,
+        fold_op: F,
+    ) -> FoldChunksWith<Self, T, F>
+    where
+        T: Send + Clone,
+        F: Fn(T, Self::Item) -> T + Send + Sync,
+    {
+        assert!(chunk_size != 0, "chunk_size must not be zero");
+        FoldChunksWith::new(self, chunk_size, init, fold_op)
     }
 
     /// The items in `Vec`s of `chunk_size` (the last one shorter).

@@ -471,3 +471,25 @@ fn exponential_blocks_stop_after_the_match() {
     // The block holding 100 ends at most at 2 * 100 + the first block.
     assert!(ran.into_inner() <= 2 * 101 + 2 * terroir::current_num_threads());
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fold_chunks_match_std((p, len, min) in case(), size in 1usize..300) {
+        let (name, pool) = &pools()[p];
+        let v = data(len);
+        let want: Vec<u64> = v.chunks(size).map(|c| c.iter().fold(1, |a, x| a ^ x.wrapping_mul(31))).collect();
+        pool.install(|| {
+            let f = |a: u64, x: &u64| a ^ x.wrapping_mul(31);
+            let got: Vec<u64> = v.par_iter().with_min_len(min).fold_chunks(size, || 1, f).collect();
+            prop_assert_eq!(&got, &want, "fold_chunks {}", name);
+            prop_assert_eq!(v.par_iter().fold_chunks(size, || 1, f).len(), want.len());
+            let got: Vec<u64> = v.par_iter().fold_chunks_with(size, 1, f).rev().collect();
+            prop_assert_eq!(got, want.iter().rev().copied().collect::<Vec<_>>(), "fold_chunks_with rev {}", name);
+            let got: Vec<(u64, usize)> = v.par_iter().fold_chunks_with(size, 1, f).zip(0..want.len()).collect();
+            prop_assert_eq!(got, want.iter().copied().zip(0..).collect::<Vec<_>>());
+            Ok(())
+        })?;
+    }
+}
