@@ -23,7 +23,8 @@ use super::{
 /// };
 /// assert_eq!(pick(true).sum::<i32>(), 20);
 /// assert_eq!(pick(false).sum::<i32>(), 25);
-/// let e: Either<_, terroir::iter::Rev<_>> = Either::Left(vec![1, 2, 3].into_par_iter());
+/// type V = terroir::vec::IntoIter<usize>;
+/// let e: Either<V, terroir::iter::Rev<V>> = Either::Left(vec![1, 2, 3].into_par_iter());
 /// assert_eq!(e.enumerate().map(|(i, x)| i * x).sum::<usize>(), 8);
 /// ```
 impl<L, R> ParallelIterator for Either<L, R>

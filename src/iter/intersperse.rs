@@ -70,7 +70,7 @@ where
         }
     }
     fn opt_len(&self) -> Option<usize> {
-        self.base.opt_len().map(|n| spread(n))
+        self.base.opt_len().map(spread)
     }
 }
 

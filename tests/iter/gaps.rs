@@ -67,7 +67,7 @@ proptest! {
             let want: OsString = words.iter().map(OsStr::new).collect();
             let got: OsString = words.par_iter().map(OsStr::new).collect();
             prop_assert_eq!(&got, &want);
-            let got: OsString = words.par_iter().map(|w| OsString::from(w)).collect();
+            let got: OsString = words.par_iter().map(OsString::from).collect();
             prop_assert_eq!(&got, &want);
             let got: Cow<'_, OsStr> = words.par_iter().map(|w| Cow::Borrowed(OsStr::new(w))).collect();
             prop_assert_eq!(&*got, want.as_os_str());
@@ -192,9 +192,9 @@ proptest! {
 fn tree(len: usize, shape: u8) -> Vec<Vec<usize>> {
     let v = data(len);
     let mut children = vec![Vec::new(); len];
-    for i in 1..len {
+    for (i, &x) in v.iter().enumerate().skip(1) {
         let parent = match shape % 3 {
-            0 => v[i] as usize % i,
+            0 => x as usize % i,
             1 => i - 1,
             _ => 0,
         };
