@@ -473,3 +473,7 @@ fn find_last_in_a_huge_range_ends() {
         );
     });
 }
+
+/// The rayon items added after the first set (issue 17's gaps).
+#[path = "iter/gaps.rs"]
+mod gaps;

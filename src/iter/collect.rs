@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet, LinkedList, VecDeque};
+use std::ffi::{OsStr, OsString};
 use std::hash::{BuildHasher, Hash};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -544,6 +545,35 @@ impl<'a> ParallelExtend<Cow<'a, str>> for String {
         }
     }
 }
+
+/// `FromParallelIterator` and `ParallelExtend` for `OsString`, from
+/// `&OsStr`, `OsString` and `Cow<OsStr>` (concatenated in order).
+macro_rules! os_string {
+    ($($item:ty),*) => {$(
+        impl<'a> FromParallelIterator<$item> for OsString {
+            fn from_par_iter<I>(par_iter: I) -> Self
+            where
+                I: IntoParallelIterator<Item = $item>,
+            {
+                let mut s = OsString::new();
+                s.par_extend(par_iter);
+                s
+            }
+        }
+
+        impl<'a> ParallelExtend<$item> for OsString {
+            fn par_extend<I>(&mut self, par_iter: I)
+            where
+                I: IntoParallelIterator<Item = $item>,
+            {
+                for v in vec_list(par_iter.into_par_iter()) {
+                    self.extend(v);
+                }
+            }
+        }
+    )*};
+}
+os_string!(&'a OsStr, OsString, Cow<'a, OsStr>);
 
 impl<T: Send> FromParallelIterator<T> for Box<[T]> {
     fn from_par_iter<I>(par_iter: I) -> Self

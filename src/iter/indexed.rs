@@ -3,7 +3,10 @@
 
 use std::cmp::Ordering;
 
+use super::blocks::{ExponentialBlocks, UniformBlocks};
+use super::fold_chunks::{FoldChunks, FoldChunksWith};
 use super::indexed_adaptors::{Enumerate, MaxLen, MinLen, Positions, Rev, Zip, ZipEq};
+use super::interleave::{Interleave, InterleaveShortest};
 use super::plumbing::{self, Consumer, Piece};
 use super::regroup::{Chunks, Skip, StepBy, Take};
 use super::{IntoParallelIterator, ParallelIterator};
@@ -98,6 +101,128 @@ pub trait IndexedParallelIterator: ParallelIterator {
             "iterators must have the same length"
         );
         ZipEq::new(self, other)
+    }
+
+    /// One item of `self`, then one of `other`, in turn; when one has no
+    /// items left, the rest of the other.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let v: Vec<i32> = (0..3).into_par_iter().interleave(vec![7, 8, 9, 10]).collect();
+    /// assert_eq!(v, [0, 7, 1, 8, 2, 9, 10]);
+    /// ```
+    fn interleave<I>(self, other: I) -> Interleave<Self, I::Iter>
+    where
+        I: IntoParallelIterator<
+            Item = Self::Item,
+            Iter: IndexedParallelIterator<Item = Self::Item>,
+        >,
+    {
+        Interleave::new(self, other.into_par_iter())
+    }
+
+    /// [`interleave`](Self::interleave) that ends as soon as the iterator
+    /// whose turn it is has no items left.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let v: Vec<i32> = (0..3).into_par_iter().interleave_shortest(vec![7, 8, 9, 10]).collect();
+    /// assert_eq!(v, [0, 7, 1, 8, 2, 9]);
+    /// ```
+    fn interleave_shortest<I>(self, other: I) -> InterleaveShortest<Self, I::Iter>
+    where
+        I: IntoParallelIterator<
+            Item = Self::Item,
+            Iter: IndexedParallelIterator<Item = Self::Item>,
+        >,
+    {
+        InterleaveShortest::new(self, other.into_par_iter())
+    }
+
+    /// Runs the loop as a sequence of parallel loops over consecutive
+    /// blocks, each finished before the next starts: the first block has
+    /// one item per worker, each next one twice as many (rayon's sizes).
+    /// A search (`find_first`, `position_first`, …) then ends after the
+    /// block that holds its match, without touching later ones.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let first = (0..1_000_000u64).into_par_iter().by_exponential_blocks().find_first(|x| x * x > 1000);
+    /// assert_eq!(first, Some(32));
+    /// ```
+    fn by_exponential_blocks(self) -> ExponentialBlocks<Self> {
+        ExponentialBlocks::new(self)
+    }
+
+    /// [`by_exponential_blocks`](Self::by_exponential_blocks) with every
+    /// block of `block_size` items (the last one shorter).
+    ///
+    /// # Panics
+    /// When `block_size` is 0.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let v: Vec<u32> = (0..10u32).into_par_iter().by_uniform_blocks(4).map(|x| x * 2).collect();
+    /// assert_eq!(v, [0, 2, 4, 6, 8, 10, 12, 14, 16, 18]);
+    /// ```
+    #[track_caller]
+    fn by_uniform_blocks(self, block_size: usize) -> UniformBlocks<Self> {
+        assert!(block_size != 0, "block_size must not be zero");
+        UniformBlocks::new(self, block_size)
+    }
+
+    /// Folds each chunk of `chunk_size` consecutive items (the last one
+    /// shorter) into one value, starting from `identity()`: the values
+    /// in order.
+    ///
+    /// # Panics
+    /// When `chunk_size` is 0.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let sums: Vec<i32> = (1..=10).into_par_iter().fold_chunks(3, || 0, |a, x| a + x).collect();
+    /// assert_eq!(sums, [6, 15, 24, 10]);
+    /// ```
+    #[track_caller]
+    fn fold_chunks<T, ID, F>(
+        self,
+        chunk_size: usize,
+        identity: ID,
+        fold_op: F,
+    ) -> FoldChunks<Self, ID, F>
+    where
+        ID: Fn() -> T + Send + Sync,
+        F: Fn(T, Self::Item) -> T + Send + Sync,
+        T: Send,
+    {
+        assert!(chunk_size != 0, "chunk_size must not be zero");
+        FoldChunks::new(self, chunk_size, identity, fold_op)
+    }
+
+    /// [`fold_chunks`](Self::fold_chunks) starting each chunk from a clone
+    /// of `init`.
+    ///
+    /// # Panics
+    /// When `chunk_size` is 0.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let v: Vec<String> = ['a', 'b', 'c'].par_iter().fold_chunks_with(2, String::from(">"), |mut s, c| { s.push(*c); s }).collect();
+    /// assert_eq!(v, [">ab", ">c"]);
+    /// ```
+    #[track_caller]
+    fn fold_chunks_with<T, F>(
+        self,
+        chunk_size: usize,
+        init: T,
+        fold_op: F,
+    ) -> FoldChunksWith<Self, T, F>
+    where
+        T: Send + Clone,
+        F: Fn(T, Self::Item) -> T + Send + Sync,
+    {
+        assert!(chunk_size != 0, "chunk_size must not be zero");
+        FoldChunksWith::new(self, chunk_size, init, fold_op)
     }
 
     /// The items in `Vec`s of `chunk_size` (the last one shorter).

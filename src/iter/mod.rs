@@ -95,17 +95,19 @@
 //!   implement [`IntoParallelIterator`]).
 //! - `par_split`, `par_lines`, `par_split_whitespace` and the other
 //!   string splitters find their pieces in one sequential pass first.
-//! - Not provided: `interleave`, `intersperse`, `partition_map` (it needs
-//!   the `either` crate), `fold_chunks`, `by_exponential_blocks`,
-//!   `by_uniform_blocks`, `walk_tree`, `par_bridge` over iterators that
-//!   are not `Send`.
+//! - Not provided: `par_bridge` over iterators that are not `Send`.
 
+mod blocks;
 mod collect;
 mod consume;
+mod either;
 mod flat;
 mod fold;
+mod fold_chunks;
 mod indexed;
 mod indexed_adaptors;
+mod interleave;
+mod intersperse;
 mod map;
 mod map_state;
 mod multizip;
@@ -114,7 +116,9 @@ mod placed;
 pub(crate) mod plumbing;
 mod regroup;
 mod sources;
+mod splitter;
 mod unindexed;
+mod walk_tree;
 
 pub mod collections;
 pub mod option;
@@ -127,9 +131,14 @@ pub mod slice;
 pub mod string;
 pub mod vec;
 
+pub use blocks::{ExponentialBlocks, UniformBlocks};
 pub use consume::Try;
+pub use either::Either;
+pub use fold_chunks::{FoldChunks, FoldChunksWith};
 pub use indexed::IndexedParallelIterator;
 pub use indexed_adaptors::{Enumerate, MaxLen, MinLen, Positions, Rev, Zip, ZipEq};
+pub use interleave::{Interleave, InterleaveShortest};
+pub use intersperse::Intersperse;
 pub use map::{Cloned, Copied, Inspect, Map, Update};
 pub use map_state::{MapInit, MapWith};
 pub use multizip::MultiZip;
@@ -144,10 +153,14 @@ pub use sources::{
     empty, once, repeat, repeat_n, repeatn, Empty, IterBridge, Once, ParallelBridge, Repeat,
     RepeatN,
 };
+pub use splitter::{split, Split};
 pub use unindexed::{
     Chain, Filter, FilterMap, FlatMap, FlatMapIter, Flatten, FlattenIter, Fold, FoldWith,
     PanicFuse, Scheduled, SkipAny, SkipAnyWhile, TakeAny, TakeAnyWhile, TryFold, TryFoldWith,
     WhileSome,
+};
+pub use walk_tree::{
+    walk_tree, walk_tree_postfix, walk_tree_prefix, WalkTree, WalkTreePostfix, WalkTreePrefix,
 };
 
 /// A value that can be turned into a parallel iterator: rayon's
@@ -242,7 +255,7 @@ where
 /// ([`ParallelIterator::collect`]): rayon's `FromParallelIterator`.
 /// Implemented for `Vec` (in order), `VecDeque`, `LinkedList`,
 /// `BinaryHeap`, `HashMap`, `HashSet`, `BTreeMap`, `BTreeSet`, `String`,
-/// `Box<[T]>`, `Rc<[T]>`, `Arc<[T]>`, `Cow`, `()`, pairs of collections
+/// `OsString`, `Box<[T]>`, `Rc<[T]>`, `Arc<[T]>`, `Cow`, `()`, pairs of collections
 /// (unzipping), and `Result<C, E>` / `Option<C>` (which stop at an error
 /// or `None`).
 ///

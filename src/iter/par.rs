@@ -4,6 +4,7 @@ use std::cmp::Ordering;
 use std::iter::{Product, Sum};
 
 use super::consume::{self, Try};
+use super::intersperse::Intersperse;
 use super::map::{Cloned, Copied, Inspect, Map, Update};
 use super::map_state::{MapInit, MapWith};
 use super::plumbing::{Consumer, Schedule};
@@ -707,6 +708,43 @@ pub trait ParallelIterator: Sized + Send {
         P: Fn(&Self::Item) -> bool + Sync + Send,
     {
         super::collect::partition(self, predicate)
+    }
+
+    /// Maps every item to an [`Either`](super::Either) and collects the
+    /// `Left` values into the first collection, the `Right` values into
+    /// the second (each in order, for ordered collections).
+    ///
+    /// ```
+    /// use terroir::iter::Either;
+    /// use terroir::prelude::*;
+    /// let (nums, words): (Vec<i32>, String) = "a 1 b 2 c".par_split_whitespace()
+    ///     .partition_map(|s| s.parse::<i32>().map_or(Either::Right(s), Either::Left));
+    /// assert_eq!((nums, words), (vec![1, 2], "abc".to_string()));
+    /// ```
+    fn partition_map<A, B, P, L, R>(self, predicate: P) -> (A, B)
+    where
+        A: Default + Send + ParallelExtend<L>,
+        B: Default + Send + ParallelExtend<R>,
+        P: Fn(Self::Item) -> super::Either<L, R> + Sync + Send,
+        L: Send,
+        R: Send,
+    {
+        super::either::partition_map(self, predicate)
+    }
+
+    /// A clone of `element` between every two items (indexed when `self`
+    /// is: `len`, `rev`, `zip` work on the result).
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let v: Vec<i32> = (1..4).into_par_iter().intersperse(-1).collect();
+    /// assert_eq!(v, [1, -1, 2, -1, 3]);
+    /// ```
+    fn intersperse(self, element: Self::Item) -> Intersperse<Self>
+    where
+        Self::Item: Clone,
+    {
+        Intersperse::new(self, element)
     }
 
     /// At most `n` items, any of them (not necessarily the first).

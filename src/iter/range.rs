@@ -1,5 +1,5 @@
 //! Parallel iterators over integer ranges (`(a..b).into_par_iter()`,
-//! `(a..=b).into_par_iter()`), for every integer type.
+//! `(a..=b).into_par_iter()`), for every integer type and `char`.
 //!
 //! As in rayon, `Range<T>` is an [`IndexedParallelIterator`] for the types
 //! whose lengths fit a `usize` (here: up to 64 bits, on 64-bit targets),
@@ -8,9 +8,14 @@
 //! values) are [`ParallelIterator`]s only. Empty and reversed ranges yield
 //! nothing; the values are never computed by overflowing arithmetic.
 //!
+//! Ranges of `char` are indexed too, and skip the surrogate code points
+//! (`'\u{D800}'..'\u{E000}'`), as `std`'s ranges of `char` do.
+//!
 //! ```
 //! use terroir::prelude::*;
 //! assert_eq!((i64::MIN..i64::MIN + 3).into_par_iter().count(), 3);
+//! let around = '\u{D7FE}'..='\u{E001}';
+//! assert_eq!(around.clone().into_par_iter().collect::<Vec<char>>(), around.collect::<Vec<char>>());
 //! assert_eq!((250u8..=255).into_par_iter().map(u32::from).sum::<u32>(), 1515);
 //! assert_eq!((5..1).into_par_iter().count(), 0);
 //! ```
@@ -51,6 +56,42 @@ macro_rules! int {
     )*};
 }
 int!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize);
+
+/// The surrogate code points, which are not `char`s: ranges of `char`
+/// skip them.
+const SURROGATES: std::ops::Range<u32> = 0xD800..0xE000;
+
+/// The number of `char`s.
+const CHARS: u32 = char::MAX as u32 + 1 - (SURROGATES.end - SURROGATES.start);
+
+/// The index of `c` among all `char`s, in order.
+fn char_index(c: char) -> u32 {
+    let v = u32::from(c);
+    if v >= SURROGATES.end {
+        v - (SURROGATES.end - SURROGATES.start)
+    } else {
+        v
+    }
+}
+
+impl Int for char {
+    #[inline]
+    fn add(self, n: u128) -> Self {
+        // Wraps past `char::MAX` (only the value after a range's last one
+        // is ever computed that far), as the integers wrap.
+        let i = ((u128::from(char_index(self)) + n) % u128::from(CHARS)) as u32;
+        let v = if i >= SURROGATES.start {
+            i + (SURROGATES.end - SURROGATES.start)
+        } else {
+            i
+        };
+        char::from_u32(v).expect("an index below CHARS maps to a char")
+    }
+    #[inline]
+    fn span(start: Self, end: Self) -> u128 {
+        u128::from(char_index(end).saturating_sub(char_index(start)))
+    }
+}
 
 /// The parallel iterator of a `Range<T>` (rayon's `range::Iter`).
 ///
@@ -146,10 +187,10 @@ macro_rules! indexed {
         }
     )*};
 }
-indexed!(Iter: u8, u16, u32, usize, i8, i16, i32, isize);
+indexed!(Iter: u8, u16, u32, usize, i8, i16, i32, isize, char);
 #[cfg(target_pointer_width = "64")]
 indexed!(Iter: u64, i64);
-indexed!(InclusiveIter: u8, u16, i8, i16);
+indexed!(InclusiveIter: u8, u16, i8, i16, char);
 #[cfg(target_pointer_width = "64")]
 indexed!(InclusiveIter: u32, i32);
 

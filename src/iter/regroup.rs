@@ -263,6 +263,13 @@ pub struct ChunksPiece<P> {
     size: usize,
 }
 
+impl<P> ChunksPiece<P> {
+    /// `base` in chunks of `size` (not 0).
+    pub(crate) fn new(base: P, size: usize) -> Self {
+        ChunksPiece { base, size }
+    }
+}
+
 /// A batch of chunks, from the front.
 pub struct ChunkSeq<S> {
     items: S,

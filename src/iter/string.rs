@@ -324,3 +324,63 @@ impl<'a> Piece for IndexedStrPiece<'a> {
         .rev()
     }
 }
+
+/// `par_drain(range)` on a `String`: the characters of a byte range,
+/// removed from the string (rayon's `string::Drain`). The range is
+/// removed when the iterator is dropped, run or not.
+///
+/// # Panics
+/// When the range is out of bounds, decreasing, or does not lie on
+/// character boundaries (as `String::drain`).
+///
+/// ```
+/// use terroir::prelude::*;
+/// let mut s = String::from("héllo wörld");
+/// let d: terroir::iter::string::Drain<'_> = s.par_drain(..6);
+/// assert_eq!(d.collect::<String>(), "héllo");
+/// assert_eq!(s, " wörld");
+/// ```
+#[derive(Debug)]
+pub struct Drain<'a> {
+    string: &'a mut String,
+    range: std::ops::Range<usize>,
+}
+
+impl<'a> super::ParallelDrainRange<usize> for &'a mut String {
+    type Iter = Drain<'a>;
+    type Item = char;
+    #[track_caller]
+    fn par_drain<R: std::ops::RangeBounds<usize>>(self, range: R) -> Drain<'a> {
+        let range = super::vec::check_range(range, self.len());
+        assert!(
+            self.is_char_boundary(range.start),
+            "byte index {} is not a char boundary",
+            range.start
+        );
+        assert!(
+            self.is_char_boundary(range.end),
+            "byte index {} is not a char boundary",
+            range.end
+        );
+        Drain {
+            string: self,
+            range,
+        }
+    }
+}
+
+impl ParallelIterator for Drain<'_> {
+    type Item = char;
+    fn drive<C: Consumer<char>>(self, consumer: C) -> C::Result {
+        Chars {
+            s: &self.string[self.range.clone()],
+        }
+        .drive(consumer)
+    }
+}
+
+impl Drop for Drain<'_> {
+    fn drop(&mut self) {
+        self.string.drain(self.range.clone());
+    }
+}

@@ -150,9 +150,9 @@ batch_adaptor! {
 
 /// A consumer passing everything to `base` with positions moved by `by`
 /// (the second iterator of a `chain`).
-struct Shift<'c, C> {
-    base: &'c C,
-    by: usize,
+pub(crate) struct Shift<'c, C> {
+    pub(crate) base: &'c C,
+    pub(crate) by: usize,
 }
 
 impl<T, C: Consumer<T>> Consumer<T> for Shift<'_, C> {
@@ -182,7 +182,7 @@ impl<T, C: Consumer<T>> Consumer<T> for Shift<'_, C> {
     }
 }
 
-struct ShiftFolder<FO> {
+pub(crate) struct ShiftFolder<FO> {
     base: FO,
     by: usize,
 }

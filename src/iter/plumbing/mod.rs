@@ -15,6 +15,8 @@
 //!   the items batch by batch (a `std` iterator per batch: the adaptors
 //!   become `std` adaptors on it, so a batch is a plain sequential loop),
 //!   and reduces the results of two neighbouring runs, left before right.
+//! - Unindexed sources that can only be cut where they say (`split`, the
+//!   tree walks) are [`Frontier`]s, driven by `frontier.rs` the same way.
 //! - The driver (`drive.rs`) runs a piece on the pool: batch after batch
 //!   on one worker, splitting off the second half of what is left only when
 //!   another worker asks for work (see the module docs of
@@ -22,9 +24,11 @@
 
 mod clock;
 mod drive;
+mod frontier;
 mod run;
 
 pub(crate) use drive::{in_worker, run};
+pub(crate) use frontier::{run_frontier, Frontier};
 pub use run::set_split_stress;
 
 use crate::numa::NodeId;

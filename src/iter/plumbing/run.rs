@@ -53,18 +53,24 @@ static NOT_TAKEN: AtomicBool = AtomicBool::new(false);
 /// half may run other loops' halves meanwhile) beyond which split stress
 /// stops splitting, so that its deep trees of waits do not exhaust the
 /// stack.
-const STRESS_DEPTH: u32 = 16;
+pub(super) const STRESS_DEPTH: u32 = 16;
 
 thread_local! {
     /// Runs of loops active on this thread's stack.
     static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+/// Whether split stress is on (see [`set_split_stress`]).
+pub(super) fn stressed() -> bool {
+    STRESS.load(Ordering::Relaxed)
+}
+
 /// Counts a run on this thread's stack while it lives.
-struct Nested;
+pub(super) struct Nested;
 
 impl Nested {
-    fn enter() -> (Nested, u32) {
+    /// Counts a run; with the runs already on this thread's stack.
+    pub(super) fn enter() -> (Nested, u32) {
         let d = DEPTH.with(|c| {
             let d = c.get();
             c.set(d + 1);
@@ -156,7 +162,7 @@ pub(super) fn node_id(wt: &WorkerThread) -> NodeId {
 /// ticks: the units that take about `target` ticks at that rate, at most
 /// [`MAX_GROWTH`] times and at least half as many; [`MAX_GROWTH`] times
 /// when `took` is at most `free` (nothing measured).
-fn next_batch(batch: usize, took: u64, target: u64, free: u64) -> usize {
+pub(super) fn next_batch(batch: usize, took: u64, target: u64, free: u64) -> usize {
     let grown = batch.saturating_mul(MAX_GROWTH);
     if took <= free || took.saturating_mul(MAX_GROWTH as u64) <= target {
         return grown;

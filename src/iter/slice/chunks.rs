@@ -267,6 +267,24 @@ chunks! {
     rchunks_exact_mut, split_mut, from_end: true, exact: true
 }
 
+/// `Clone` for the iterators over shared slices, whatever `T` is (a clone
+/// shares the slice).
+macro_rules! clone_shared {
+    ($($name:ident),*) => {$(
+        impl<T> Clone for $name<'_, T> {
+            fn clone(&self) -> Self {
+                $name {
+                    slice: self.slice,
+                    rem: self.rem,
+                    size: self.size,
+                    shares: self.shares.clone(),
+                }
+            }
+        }
+    )*};
+}
+clone_shared!(Chunks, ChunksExact, RChunks, RChunksExact);
+
 impl<'a, T> ChunksExact<'a, T> {
     /// The elements left over (fewer than a chunk).
     pub fn remainder(&self) -> &'a [T] {
@@ -281,19 +299,41 @@ impl<'a, T> RChunksExact<'a, T> {
     }
 }
 
-impl<T> ChunksExactMut<'_, T> {
-    /// The elements left over (fewer than a chunk).
-    pub fn remainder(&mut self) -> &mut [T] {
-        self.rem
-    }
-}
+/// The remainder accessors of the exact `_mut` forms (`$at`: where the
+/// remainder is).
+macro_rules! remainder_mut {
+    ($name:ident, $at:literal, $method:ident) => {
+        impl<'a, T> $name<'a, T> {
+            #[doc = concat!("The elements left over ", $at, " (fewer than a chunk).")]
+            pub fn remainder(&mut self) -> &mut [T] {
+                self.rem
+            }
 
-impl<T> RChunksExactMut<'_, T> {
-    /// The elements left over at the start (fewer than a chunk).
-    pub fn remainder(&mut self) -> &mut [T] {
-        self.rem
-    }
+            #[doc = concat!("The elements left over ", $at, ", for the slice's whole lifetime")]
+            /// (consumes the iterator).
+            ///
+            /// ```
+            /// use terroir::prelude::*;
+            /// let mut v = [1, 2, 3, 4, 5];
+            #[doc = concat!("let c = v.", stringify!($method), "(2);")]
+            /// let rem = c.into_remainder();
+            /// rem[0] = 0;
+            /// assert!(v.contains(&0));
+            /// ```
+            pub fn into_remainder(self) -> &'a mut [T] {
+                self.rem
+            }
+
+            #[doc = concat!("Takes the elements left over ", $at, ", for the slice's whole")]
+            /// lifetime; the iterator keeps an empty remainder.
+            pub fn take_remainder(&mut self) -> &'a mut [T] {
+                mem::take(&mut self.rem)
+            }
+        }
+    };
 }
+remainder_mut!(ChunksExactMut, "at the end", par_chunks_exact_mut);
+remainder_mut!(RChunksExactMut, "at the start", par_rchunks_exact_mut);
 
 /// [`ParallelSlice::par_windows`](super::ParallelSlice::par_windows)'s
 /// iterator.
