@@ -1,11 +1,13 @@
 //! `TaskGroup`: where tasks start, waits that work instead of blocking,
 //! waits that could never end refused, panics, and races between threads.
 
+mod common;
+use common::{join_until, spin_until};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use terroir::{Policy, TaskGroup, ThreadPool, ThreadPoolBuilder, WouldDeadlock};
 
@@ -15,29 +17,6 @@ fn pool(threads: usize) -> ThreadPool {
         .pin(false)
         .build()
         .unwrap()
-}
-
-/// Spins (yielding) until `flag` is set; panics after a minute, so that a
-/// protocol bug fails the test instead of hanging it.
-fn spin_until(flag: &AtomicBool) {
-    let start = Instant::now();
-    while !flag.load(Ordering::Acquire) {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "waited a minute for a flag"
-        );
-        thread::yield_now();
-    }
-}
-
-/// Joins until `flag` is set: each join polls for steal requests, so an
-/// idle worker can take the caller's pending continuation.
-fn join_until(flag: &AtomicBool) {
-    let start = Instant::now();
-    while !flag.load(Ordering::Acquire) {
-        assert!(start.elapsed() < Duration::from_secs(60));
-        terroir::join(|| (), || ());
-    }
 }
 
 /// A binary tree of tasks, each spawning its children into the group

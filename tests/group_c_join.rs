@@ -5,36 +5,14 @@
 //! wait from it that could never end is refused with `WouldDeadlock`
 //! instead of hanging, however many times the branch's work was stolen on.
 
+mod common;
+use common::{join_until, spin_until};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use terroir::__capi::Worker;
 use terroir::{Policy, ThreadPool, ThreadPoolBuilder, WouldDeadlock};
-
-/// Spins (yielding) until `flag` is set; panics after a minute, so that a
-/// protocol bug fails the test instead of hanging it.
-fn spin_until(flag: &AtomicBool) {
-    let start = Instant::now();
-    while !flag.load(Ordering::Acquire) {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "waited a minute for a flag"
-        );
-        thread::yield_now();
-    }
-}
-
-/// Joins until `flag` is set: each join polls for steal requests, so an
-/// idle worker can take the caller's pending continuation.
-fn join_until(flag: &AtomicBool) {
-    let start = Instant::now();
-    while !flag.load(Ordering::Acquire) {
-        assert!(start.elapsed() < Duration::from_secs(60));
-        terroir::join(|| (), || ());
-    }
-}
 
 /// A pool whose placed tasks run on their worker only, for the scenarios
 /// that need work on given workers (stacks of 16 MiB: room for a debug

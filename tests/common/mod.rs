@@ -31,3 +31,26 @@ pub fn distances(t: &Topology) -> Vec<Vec<u32>> {
         .map(|i| (0..n).map(|j| t.distance_by_index(i, j)).collect())
         .collect()
 }
+
+/// Spins (yielding) until `flag` is set; panics after a minute, so that a
+/// protocol bug fails the test instead of hanging it.
+pub fn spin_until(flag: &std::sync::atomic::AtomicBool) {
+    let start = std::time::Instant::now();
+    while !flag.load(std::sync::atomic::Ordering::Acquire) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "waited a minute for a flag"
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// Joins until `flag` is set: each join polls for steal requests, so an
+/// idle worker can take the caller's pending continuation.
+pub fn join_until(flag: &std::sync::atomic::AtomicBool) {
+    let start = std::time::Instant::now();
+    while !flag.load(std::sync::atomic::Ordering::Acquire) {
+        assert!(start.elapsed() < std::time::Duration::from_secs(60));
+        terroir::join(|| (), || ());
+    }
+}
