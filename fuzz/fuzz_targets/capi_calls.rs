@@ -641,6 +641,43 @@ fn now_ms() -> u64 {
         + 1
 }
 
+/// The threads of this process now (`/proc/self/task`).
+fn thread_count() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .count()
+}
+
+/// How long the workers of an input's destroyed pools may take to exit.
+const EXIT_MS: u64 = 10_000;
+
+/// Waits until the workers of the pools this input created and destroyed
+/// have exited: the process has no more threads than when the input
+/// started. A destroyed pool's workers exit on their own, after the call
+/// that destroyed it returns; one still exiting when the next leak check
+/// runs holds the pool's last reference in thread-local state that
+/// LeakSanitizer no longer scans, and the pool is reported as leaked,
+/// blamed on whichever input runs then. Waiting here makes the check
+/// exact and checks that the workers do exit (a worker left behind fails
+/// the input).
+fn wait_for_exited_workers(threads_at_start: usize) {
+    let start = now_ms();
+    loop {
+        let now = thread_count();
+        if now <= threads_at_start {
+            return;
+        }
+        if now_ms() - start > EXIT_MS {
+            panic!(
+                "{} threads {EXIT_MS} ms after the input's pools were destroyed, \
+                 {threads_at_start} when it started: a destroyed pool's workers did not exit",
+                now
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Aborts the process when an input has run for [`HANG_MS`].
 fn watchdog() {
     loop {
@@ -684,6 +721,7 @@ fuzz_target!(|ops: Vec<Op>| {
         unsafe { terroir_pool_global(&mut global) },
         &[OK],
     );
+    let threads_at_start = thread_count();
     let mut state = State {
         pools: Vec::new(),
         dead_pools: Vec::new(),
@@ -701,5 +739,6 @@ fuzz_target!(|ops: Vec<Op>| {
     state.finish();
     // Every task is done: the arena and the counter may go.
     drop(state);
+    wait_for_exited_workers(threads_at_start);
     INPUT_START_MS.store(0, Ordering::Relaxed);
 });
