@@ -88,7 +88,7 @@ impl<P: Piece> Piece for EnumeratePiece<P> {
         = iter::Zip<iter::Rev<Range<usize>>, P::RevSeq<'s>>
     where
         Self: 's;
-    forward_piece!();
+    forward_piece!(cheap);
     fn split_at(self, mid: usize) -> (Self, Self) {
         let (a, b) = self.base.split_at(mid);
         (
@@ -172,6 +172,9 @@ pub struct ZipPiece<A, B> {
 impl<A: Piece, B: Piece> Piece for ZipPiece<A, B> {
     fn pure(&self) -> bool {
         self.a.pure() && self.b.pure()
+    }
+    fn split_cheap(&self) -> bool {
+        self.a.split_cheap() && self.b.split_cheap()
     }
     type Item = (A::Item, B::Item);
     type Seq<'s>
@@ -304,6 +307,9 @@ impl<P> RevPiece<P> {
 impl<P: Piece> Piece for RevPiece<P> {
     fn pure(&self) -> bool {
         self.base.pure()
+    }
+    fn split_cheap(&self) -> bool {
+        self.base.split_cheap()
     }
     type Item = P::Item;
     type Seq<'s>
@@ -439,6 +445,9 @@ pub struct HintPiece<P> {
 impl<P: Piece> Piece for HintPiece<P> {
     fn pure(&self) -> bool {
         self.base.pure()
+    }
+    fn split_cheap(&self) -> bool {
+        self.base.split_cheap()
     }
     type Item = P::Item;
     type Seq<'s>

@@ -154,7 +154,7 @@ where
         = std::iter::Map<P::RevSeq<'s>, &'f F>
     where
         Self: 's;
-    forward_piece!();
+    forward_piece!(cheap);
     fn split_at(self, mid: usize) -> (Self, Self) {
         let (a, b) = self.base.split_at(mid);
         (
@@ -345,7 +345,7 @@ where
         = std::iter::Inspect<P::RevSeq<'s>, &'f F>
     where
         Self: 's;
-    forward_piece!();
+    forward_piece!(cheap);
     fn split_at(self, mid: usize) -> (Self, Self) {
         let (a, b) = self.base.split_at(mid);
         (
@@ -463,7 +463,7 @@ where
         = UpdateSeq<'f, P::RevSeq<'s>, F>
     where
         Self: 's;
-    forward_piece!();
+    forward_piece!(cheap);
     fn split_at(self, mid: usize) -> (Self, Self) {
         let (a, b) = self.base.split_at(mid);
         (
@@ -565,7 +565,7 @@ macro_rules! clone_like {
                 = std::iter::$std<P::RevSeq<'s>>
             where
                 Self: 's;
-            forward_piece!();
+            forward_piece!(cheap);
             fn split_at(self, mid: usize) -> (Self, Self) {
                 let (a, b) = self.base.split_at(mid);
                 ($piece { base: a }, $piece { base: b })

@@ -96,14 +96,13 @@
 //! - `par_split`, `par_lines`, `par_split_whitespace` and the other
 //!   string splitters find their pieces in one sequential pass first.
 //! - A loop nested in another loop's item (`flat_map` to a parallel
-//!   iterator, a `par_iter` inside a `for_each`) gives an idle worker half
-//!   of the *innermost* loop that is running: the outer loop's other items
-//!   wait until the current item's inner loop ends. rayon splits every
-//!   level up front. So nested loops spread as rayon's do only once the
-//!   outer loop polls again, and a search over a `flat_map` of huge inner
-//!   loops (rayon's `find_any` over 10^27 values by three nested ranges)
-//!   can walk the first inner loops for a very long time where rayon's
-//!   other worker starts at the middle of the outer range.
+//!   iterator, a `par_iter` inside a `for_each`) spreads as rayon's does,
+//!   but on demand: while a batch of the outer loop runs, the rest of the
+//!   outer loop is on offer, and an idle worker's request is served with
+//!   the *oldest* offer (the outer loop's rest) rather than with half of
+//!   the innermost loop. rayon splits every level up front. Loops over
+//!   `map_init`/`map_with` make no offers (a split would copy their
+//!   per-run state), so their inner loops give away halves of themselves.
 //! - `find_last` runs back to front only through per-item adaptors; after
 //!   a `flat_map` it runs front to back, skipping what lies before a
 //!   match already found.

@@ -203,6 +203,9 @@ impl Piece for BlockPiece<'_> {
         = std::option::IntoIter<Range<usize>>
     where
         Self: 's;
+    fn split_cheap(&self) -> bool {
+        true
+    }
     fn units(&self) -> usize {
         self.len
     }

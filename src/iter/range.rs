@@ -205,6 +205,12 @@ impl<T: Int> Piece for RangePiece<T> {
     fn pure(&self) -> bool {
         true
     }
+    fn split_cheap(&self) -> bool {
+        // Not past usize::MAX units: `split_at` then cuts at a fraction of
+        // the range, not after `mid` values, and the offer's batch would
+        // not be the batch taken from the front.
+        self.len <= usize::MAX as u128
+    }
     type Item = T;
     type Seq<'s> = IntSeq<T>;
     type RevSeq<'s> = std::iter::Rev<IntSeq<T>>;

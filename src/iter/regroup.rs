@@ -172,6 +172,9 @@ impl<P: Piece> Piece for StepByPiece<P> {
     fn pure(&self) -> bool {
         self.base.pure()
     }
+    fn split_cheap(&self) -> bool {
+        self.base.split_cheap()
+    }
     type Item = P::Item;
     type Seq<'s>
         = iter::StepBy<P::Seq<'s>>
@@ -305,6 +308,9 @@ impl<S: Iterator> Iterator for RevChunkSeq<S> {
 impl<P: Piece> Piece for ChunksPiece<P> {
     fn pure(&self) -> bool {
         self.base.pure()
+    }
+    fn split_cheap(&self) -> bool {
+        self.base.split_cheap()
     }
     type Item = Vec<P::Item>;
     type Seq<'s>

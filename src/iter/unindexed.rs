@@ -483,6 +483,9 @@ impl<'a, P: Piece> Piece for FusePiece<'a, P> {
     fn pure(&self) -> bool {
         self.base.pure()
     }
+    fn split_cheap(&self) -> bool {
+        self.base.split_cheap()
+    }
     type Item = P::Item;
     type Seq<'s>
         = FuseSeq<'a, P::Seq<'s>>

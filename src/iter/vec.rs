@@ -175,6 +175,9 @@ impl<'a, T: Send> Piece for VecPiece<'a, T> {
     fn pure(&self) -> bool {
         true
     }
+    fn split_cheap(&self) -> bool {
+        true
+    }
     type Item = T;
     type Seq<'s>
         = VecSeq<'a, T>

@@ -52,7 +52,7 @@ pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_P
 pub use external::ExternalEvent;
 pub use group::{TaskGroup, WouldDeadlock};
 pub use join::{join, join_context, FnContext};
-pub(crate) use join::{join_flagged, join_flagged_in, join_to, To};
+pub(crate) use join::{join_flagged, join_flagged_in, join_to, offer_during, Offered, To};
 pub use place::{Access, Place, PlaceError};
 pub use policy::{ParsePolicyError, Policy};
 pub(crate) use record::env::{set_exit_writer, REPORT_VAR};

@@ -10,7 +10,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
 use super::group::{Entered, Frame};
 use super::job::{JobFifo, JobRef};
-use super::join::PrivateList;
+use super::join::{OfferList, PrivateList};
 use super::policy::{Policy, Seat, Victim};
 use super::record::{Label, Slot, WorkerRec};
 use super::registry::Registry;
@@ -55,6 +55,9 @@ pub(crate) struct WorkerThread {
     pub(super) fifo: JobFifo,
     /// The private `join` continuations, newest first.
     pub(super) private: PrivateList,
+    /// The offers of the loop batches running on this worker, newest
+    /// first (`join/offer.rs`).
+    pub(super) offers: OfferList,
     pub(super) searching: Cell<bool>,
     /// Set by a look that left another node's hint for later (its node
     /// looked about to take it, [`HintSteal::Later`], or had a worker
@@ -150,6 +153,7 @@ impl WorkerThread {
             deque,
             fifo: JobFifo::new(),
             private: PrivateList::new(),
+            offers: OfferList::new(),
             searching: Cell::new(false),
             look_again: Cell::new(None),
             look_now: Cell::new(0),

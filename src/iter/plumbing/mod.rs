@@ -75,6 +75,14 @@ pub trait Piece: Send + Sized {
     fn pure(&self) -> bool {
         false
     }
+    /// Whether [`split_at`](Piece::split_at) is cheap, exact (the first
+    /// part has `mid` units) and carries no per-run state (no `map_init`
+    /// value, no `map_with` clone), so that a run may cut each batch off
+    /// the front and offer the rest to thieves while the batch runs (see
+    /// `run.rs`). False unless a piece says so.
+    fn split_cheap(&self) -> bool {
+        false
+    }
 }
 
 /// Bounds on the runs a loop is split into (`with_min_len`,
@@ -310,6 +318,12 @@ unsafe impl<T: Send> Sync for SendPtr<T> {}
 /// A piece that wraps `self.base` unit for unit: forwards `units`, `hints`
 /// and `layout`.
 macro_rules! forward_piece {
+    (cheap) => {
+        $crate::iter::plumbing::forward_piece!();
+        fn split_cheap(&self) -> bool {
+            self.base.split_cheap()
+        }
+    };
     () => {
         fn units(&self) -> usize {
             self.base.units()

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::clock;
 use super::{Consumer, Extent, Folder, Hints, Piece};
 use crate::numa::NodeId;
-use crate::sched::{join_to, To, WorkerThread};
+use crate::sched::{join_to, offer_during, Offered, To, WorkerThread};
 
 /// A batch aims at taking about this long (µs): the next batch is sized
 /// from the last one's rate.
@@ -214,6 +214,62 @@ impl<R> Done<R> {
     }
 }
 
+/// A batch of `n` units from the front of `piece` into `f` (at `pos`);
+/// when `leafing`, a panic of the closures is caught and returned (the
+/// rest of its leaf is then abandoned: [`settle`]).
+#[inline(always)]
+fn batch_of<P, C>(
+    f: C::Folder,
+    pos: usize,
+    piece: &mut P,
+    n: usize,
+    leafing: bool,
+) -> Result<C::Folder, Box<dyn Any + Send>>
+where
+    P: Piece,
+    C: Consumer<P::Item>,
+{
+    let items = piece.front(n);
+    if leafing {
+        panic::catch_unwind(AssertUnwindSafe(move || f.consume(pos, items)))
+    } else {
+        Ok(f.consume(pos, items))
+    }
+}
+
+/// What a batch of `n` units from `pos` (`leaf` units left in its leaf
+/// before it, `used` taken) leaves: the folder to go on with, the position
+/// after it, the units taken of the current leaf, and whether it finished.
+/// If a leaf's closure panicked (`false`), the panic is kept in `done`, the
+/// rest of the leaf taken from `piece` and dropped, and a new folder
+/// starts the next leaf.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn settle<P, C>(
+    c: &C,
+    outcome: Result<C::Folder, Box<dyn Any + Send>>,
+    piece: &mut P,
+    pos: usize,
+    n: usize,
+    leaf: usize,
+    used: usize,
+    done: &mut Done<C::Result>,
+) -> (C::Folder, usize, usize, bool)
+where
+    P: Piece,
+    C: Consumer<P::Item>,
+{
+    match outcome {
+        Ok(f) => (f, pos.saturating_add(n), used + n, true),
+        Err(p) => {
+            done.panic.get_or_insert(p);
+            let rest = (leaf - n).min(piece.units());
+            drop(piece.front(rest));
+            (c.folder(), pos.saturating_add(n + rest), 0, false)
+        }
+    }
+}
+
 /// Runs `piece` (units from `pos`) on `wt`, batch by batch, into
 /// `folder`, splitting as `run` allows (see `drive.rs`). `published` is
 /// the flag of the half this run's parent published last (whether it was
@@ -267,6 +323,14 @@ where
         }
     }
     let mut batch = smallest;
+    // Whether batches offer the rest while they run (`offer.rs` in
+    // sched/join): not in shares that keep to a place or a worker, and
+    // only for pieces that split for free. Not after a batch that took
+    // no measurable time (those grow fast and stay short: the offer
+    // would cost more than they do).
+    let offering =
+        run.split && !run.node_only && matches!(run.to, To::Deque) && piece.split_cheap();
+    let mut last_free = false;
     // The loop's own start for its first run; a clock read for the others.
     let mut t = if pos == 0 && lp.started != 0 {
         lp.started
@@ -289,26 +353,74 @@ where
         }
         let n = batch.min(left).min(leaf);
         let f = folder.take().expect("a folder");
-        if leafing {
-            let items = piece.front(n);
-            match panic::catch_unwind(AssertUnwindSafe(move || f.consume(pos, items))) {
-                Ok(f) => folder = Some(f),
-                Err(p) => {
-                    // The rest of this leaf is abandoned; the next leaves
-                    // still run. The first panic is rethrown at the end.
-                    done.panic.get_or_insert(p);
-                    let rest = (leaf - n).min(piece.units());
-                    drop(piece.front(rest));
-                    pos = pos.saturating_add(n + rest);
-                    leaf = 0;
-                    folder = Some(c.folder());
-                    continue;
+        let after = left - n;
+        let offered = offering && !last_free && after >= min_len.max(1) && done.panic.is_none();
+        let outcome = if offered {
+            // Offer the rest while the batch runs (see `offer.rs` in
+            // sched/join): a nested loop's poll may hand half of it over.
+            let (mut head, rest) = piece.split_at(n);
+            debug_assert_eq!(head.units(), n, "a split_cheap piece split exactly");
+            let taken = AtomicBool::new(false);
+            let taken = &taken;
+            let owner = wt.index();
+            let done_ref = &mut done;
+            let offered = offer_during(
+                wt,
+                Some((rest, pos.saturating_add(n))),
+                |r: &mut Option<(P, usize)>| {
+                    // Half of the rest, or all of it when the halves would
+                    // be shorter than `with_min_len` (an idle worker asked:
+                    // a rest of one unit goes too).
+                    let units = r.as_ref()?.0.units();
+                    let mid = if units / 2 >= min_len { units / 2 } else { 0 };
+                    let (rest, at) = r.take()?;
+                    let (mine, theirs) = rest.split_at(mid);
+                    *r = Some((mine, at));
+                    Some(Some((theirs, at.saturating_add(mid))))
+                },
+                || batch_of::<P, C>(f, pos, &mut head, n, leafing),
+                |outcome, mine| {
+                    let (mut mine, _) = mine.expect("the rest");
+                    let (folder, at, used, ok) =
+                        settle(c, outcome, &mut mine, pos, n, leaf, used, done_ref);
+                    if ok && !run.data.is_empty() {
+                        count_data(wt, here, run.data, pos, n);
+                    }
+                    adaptive(wt, mine, at, folder, lp, run, Some(taken), used)
+                },
+                move |part| {
+                    let (theirs, at) = part.expect("an offered part");
+                    let wt = WorkerThread::current().expect("a loop's part runs on a worker");
+                    let published = if wt.index() == owner {
+                        Some(&NOT_TAKEN)
+                    } else {
+                        taken.store(true, Ordering::Relaxed);
+                        None
+                    };
+                    adaptive(wt, theirs, at, c.folder(), lp, run, published, 0)
+                },
+            );
+            match offered {
+                Offered::Kept(outcome, rest) => {
+                    piece = rest.expect("the rest").0;
+                    outcome
                 }
+                Offered::Split(a, b) => return done.finish(c, c.reduce(a, b)),
             }
-            leaf -= n;
-            used += n;
         } else {
-            folder = Some(f.consume(pos, piece.front(n)));
+            batch_of::<P, C>(f, pos, &mut piece, n, leafing)
+        };
+        let (f, at, u, ok) = settle(c, outcome, &mut piece, pos, n, leaf, used, &mut done);
+        folder = Some(f);
+        used = u;
+        if !ok {
+            // A leaf panicked: its rest is abandoned, the next leaf runs.
+            pos = at;
+            leaf = 0;
+            continue;
+        }
+        if leafing {
+            leaf -= n;
         }
         if !run.data.is_empty() {
             count_data(wt, here, run.data, pos, n);
@@ -327,7 +439,15 @@ where
         }
         let now = clock::now();
         let rest = piece.units();
-        batch = next_batch(batch, now.saturating_sub(t), lp.batch_ticks, lp.free_ticks);
+        // An offered batch also paid for the offer: it measured nothing
+        // below twice the threshold.
+        let free = if offered {
+            2 * lp.free_ticks
+        } else {
+            lp.free_ticks
+        };
+        last_free = now.saturating_sub(t) <= free;
+        batch = next_batch(batch, now.saturating_sub(t), lp.batch_ticks, free);
         if batch >= rest / 2 {
             // What is left takes at most about two batches' time: one batch
             // (a poll and a clock read fewer; the last batch of a run may so
@@ -348,6 +468,9 @@ where
                 && !run.node_only
                 && lp.workers > 1
                 && published.is_none_or(|taken| taken.load(Ordering::Relaxed));
+            // Kept published: an older loop's offer on this thread (see
+            // `offer.rs` in sched/join) goes first, as for a request.
+            let keep_published = keep_published && !wt.publish_offer();
             if stress
                 || keep_published
                 || (wt.split_wanted(long) && (!run.node_only || wt.node_has_idle_peer()))

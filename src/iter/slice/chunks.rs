@@ -102,6 +102,9 @@ macro_rules! chunks {
             type Item = $item;
             type Seq<'s> = std::slice::$std<'a, T> where Self: 's;
             type RevSeq<'s> = std::iter::Rev<std::slice::$std<'a, T>> where Self: 's;
+            fn split_cheap(&self) -> bool {
+                true
+            }
             fn units(&self) -> usize {
                 self.slice.len().div_ceil(self.size)
             }
@@ -398,6 +401,9 @@ impl<'a, T: Sync> Piece for WindowsPiece<'a, T> {
         = std::iter::Rev<std::slice::Windows<'a, T>>
     where
         Self: 's;
+    fn split_cheap(&self) -> bool {
+        true
+    }
     fn units(&self) -> usize {
         (self.slice.len() + 1).saturating_sub(self.size)
     }

@@ -201,6 +201,9 @@ impl<'a, T: Sync> Piece for SlicePiece<'a, '_, T> {
     fn pure(&self) -> bool {
         true
     }
+    fn split_cheap(&self) -> bool {
+        true
+    }
     type Item = &'a T;
     type Seq<'s>
         = std::slice::Iter<'a, T>
@@ -259,6 +262,9 @@ pub struct SliceMutPiece<'a, 'p, T> {
 
 impl<'a, T: Send> Piece for SliceMutPiece<'a, '_, T> {
     fn pure(&self) -> bool {
+        true
+    }
+    fn split_cheap(&self) -> bool {
         true
     }
     type Item = &'a mut T;

@@ -7,10 +7,12 @@
 //! Rainey, PPoPP 2013). See `README.md` beside this file.
 
 mod context;
+mod offer;
 mod private;
 mod split;
 
 pub use context::{join_context, FnContext};
+pub(crate) use offer::{offer_during, OfferList, Offered};
 pub(crate) use private::{PrivateJob, PrivateList};
 pub(crate) use split::{join_to, To};
 

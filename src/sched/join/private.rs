@@ -5,6 +5,7 @@
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
+use super::offer::{older, OfferFrame};
 use crate::sched::job::JobRef;
 use crate::sched::worker::WorkerThread;
 
@@ -84,7 +85,16 @@ impl PrivateList {
     /// Marks the oldest node that is still private as promoted and returns
     /// its job, for the caller to publish; `None` when all are promoted.
     #[inline]
+    #[cfg(test)]
     pub(crate) fn promote_oldest(&self) -> Option<JobRef> {
+        let node = self.oldest_private()?;
+        node.promoted.set(true);
+        Some(node.job)
+    }
+
+    /// The oldest node that is still private, if any.
+    #[inline]
+    pub(crate) fn oldest_private(&self) -> Option<&PrivateJob> {
         // Promoted nodes form the oldest end of the list: walk to the
         // oldest one that is still private.
         let mut oldest: Option<&PrivateJob> = None;
@@ -98,9 +108,7 @@ impl PrivateList {
             oldest = Some(node);
             p = node.prev;
         }
-        let node = oldest?;
-        node.promoted.set(true);
-        Some(node.job)
+        oldest
     }
 }
 
@@ -148,23 +156,45 @@ impl WorkerThread {
         }
     }
 
-    /// Clears the request flag and promotes the oldest private
-    /// continuation, if one is still private; returns whether it did.
+    /// Clears the request flag and publishes the oldest work this worker
+    /// keeps back: its oldest private continuation or the oldest open
+    /// offer of a running loop batch (`offer.rs`), whichever is older;
+    /// returns whether it published something.
     #[cold]
     #[inline(never)]
     pub(super) fn promote(&self) -> bool {
         self.info().request.store(false, Ordering::Relaxed);
-        match self.private.promote_oldest() {
-            Some(job) => {
-                self.push(job);
-                #[cfg(test)]
-                crate::sched::unwind::hooks::fire(
-                    &crate::sched::unwind::hooks::PANIC_IN_PROMOTE,
-                    "promote unwinds after publishing a continuation",
-                );
-                true
+        loop {
+            let node = self.private.oldest_private();
+            let offer = self.offers.oldest_open();
+            let offer_first = match (node, offer) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(n), Some(o)) => older(
+                    o as *const OfferFrame as *const (),
+                    n as *const PrivateJob as *const (),
+                ),
+            };
+            if offer_first {
+                let offer = offer.expect("an offer");
+                match offer.split() {
+                    Some(job) => {
+                        self.push(job);
+                        return true;
+                    }
+                    // Too small to split (and now closed): the next one.
+                    None => continue,
+                }
             }
-            None => false,
+            let Some(node) = node else { return false };
+            node.promoted.set(true);
+            self.push(node.job);
+            #[cfg(test)]
+            crate::sched::unwind::hooks::fire(
+                &crate::sched::unwind::hooks::PANIC_IN_PROMOTE,
+                "promote unwinds after publishing a continuation",
+            );
+            return true;
         }
     }
 }
