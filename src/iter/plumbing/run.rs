@@ -386,6 +386,14 @@ where
                     if ok && !run.data.is_empty() {
                         count_data(wt, here, run.data, pos, n);
                     }
+                    let folder = if ok && per_batch {
+                        // A search downstream: pass this batch's result on
+                        // now, as the loop below does.
+                        done_ref.add(c, folder.complete());
+                        c.folder()
+                    } else {
+                        folder
+                    };
                     adaptive(wt, mine, at, folder, lp, run, Some(taken), used)
                 },
                 move |part| {

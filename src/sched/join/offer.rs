@@ -68,7 +68,9 @@ impl OfferList {
         }
     }
 
-    /// The oldest offer still open, if any.
+    /// The oldest offer still open, if any. Closed frames are the oldest
+    /// end of the list (only the oldest open frame is ever closed, and new
+    /// frames are linked as the newest), so the walk stops at the first.
     pub(crate) fn oldest_open(&self) -> Option<&OfferFrame> {
         let mut oldest = None;
         let mut p = self.head.get();
@@ -76,9 +78,10 @@ impl OfferList {
         // this thread that has not returned (it unlinks its frame first,
         // also when it unwinds: `Linked`).
         while let Some(f) = unsafe { p.as_ref() } {
-            if f.open.get() {
-                oldest = Some(f);
+            if !f.open.get() {
+                break;
             }
+            oldest = Some(f);
             p = f.prev;
         }
         oldest
