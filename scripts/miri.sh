@@ -3,7 +3,7 @@
 # free lists, magazines, thread caches, remote-free batching and fork-safe
 # locks, over the stand-in kernel of src/numa/sys/heap.rs), NodeVec and
 # NodeBox, the status handling of migrate, and the stand-in itself; the
-# private-continuation list of `join` and the latches (with plain threads
+# private-continuation list of `join`, the offer list of loops, and the latches (with plain threads
 # as thieves and setters: a worker needs getcpu, which Miri lacks); and
 # the C API's handle tables (capi/src/handle.rs, from plain threads). Tests
 # of these modules that ask the real kernel something are #[ignore]d under
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SUBSET=(pool::slab:: pool::placed:: numa::migrate:: numa::sys::heap:: sched::latch:: sched::join::private::)
+SUBSET=(pool::slab:: pool::placed:: numa::migrate:: numa::sys::heap:: sched::latch:: sched::join::private:: sched::join::offer::)
 CAPI_SUBSET=(handle::)
 
 skip() {

@@ -280,3 +280,62 @@ impl Drop for WaitIfPublished<'_> {
         }
     }
 }
+
+/// The list on its own (no worker, so under Miri too): the oldest open
+/// frame is found past newer ones, a split closes it and runs its
+/// closure once, and the walk stops at the closed oldest end.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame<F: Fn() -> Option<JobRef>>(prev: *const OfferFrame, hook: &F) -> OfferFrame {
+        OfferFrame {
+            prev,
+            open: Cell::new(true),
+            data: hook as *const F as *const (),
+            split: erased(hook),
+        }
+    }
+
+    #[test]
+    fn the_oldest_open_frame_is_split_first_and_once() {
+        let calls = [Cell::new(0u32), Cell::new(0u32), Cell::new(0u32)];
+        let calls = &calls;
+        let make = |i: usize| {
+            move || -> Option<JobRef> {
+                calls[i].set(calls[i].get() + 1);
+                None
+            }
+        };
+        let hooks = [make(0), make(1), make(2)];
+        let list = OfferList::new();
+        let oldest = frame(std::ptr::null(), &hooks[0]);
+        list.head.set(&oldest);
+        let middle = frame(&oldest, &hooks[1]);
+        list.head.set(&middle);
+        let newest = frame(&middle, &hooks[2]);
+        list.head.set(&newest);
+
+        for (i, want) in [&oldest, &middle, &newest].into_iter().enumerate() {
+            let f = list.oldest_open().expect("an open frame");
+            assert!(std::ptr::eq(f, want), "frame {i} is the oldest open one");
+            assert!(f.split().is_none());
+            assert_eq!(calls[i].get(), 1);
+        }
+        assert!(list.oldest_open().is_none(), "all closed");
+        assert_eq!(calls.iter().map(Cell::get).sum::<u32>(), 3);
+    }
+
+    #[test]
+    fn older_means_a_higher_address() {
+        let a = [0u8; 2];
+        assert!(older(
+            &a[1] as *const u8 as *const (),
+            &a[0] as *const u8 as *const ()
+        ));
+        assert!(!older(
+            &a[0] as *const u8 as *const (),
+            &a[1] as *const u8 as *const ()
+        ));
+    }
+}
