@@ -229,3 +229,23 @@ mod results {
         }
     }
 }
+
+/// The rest of a loop whose batch runs on this worker is pending work of
+/// this thread (rayon would have split it onto the deque).
+#[test]
+fn a_loops_rest_counts_as_pending_in_its_items() {
+    let pool = ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let seen = pool.install(|| {
+        let first = AtomicBool::new(false);
+        (0..1000u32).into_par_iter().for_each(|i| {
+            if i == 0 {
+                first.store(
+                    terroir::current_thread_has_pending_tasks() == Some(true),
+                    Ordering::SeqCst,
+                );
+            }
+        });
+        first.load(Ordering::SeqCst)
+    });
+    assert!(seen, "item 0 saw the other 999 as pending");
+}

@@ -402,8 +402,10 @@ impl WorkerThread {
         if !self.deque.is_empty() {
             return true;
         }
-        // Promoted continuations are on the deque, or taken by others.
-        self.private.has_private()
+        // Promoted continuations are on the deque, or taken by others; an
+        // open offer is the rest of a loop whose batch runs here (rayon
+        // would have split it onto the deque).
+        self.private.has_private() || self.offers.oldest_open().is_some()
     }
 
     /// Asks the nearest busy worker without a pending request to expose a
