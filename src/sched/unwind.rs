@@ -157,6 +157,7 @@ mod tests {
 
     use super::{hooks, Invariant};
     use crate::sched::job::{HeapJob, JobFifo, JobRef, StackJob};
+    #[cfg(debug_assertions)]
     use crate::sched::join::PrivateJob;
     use crate::sched::latch::{LockLatch, WorkerLatch};
     use crate::sched::{ThreadPool, ThreadPoolBuilder, WorkerThread};
