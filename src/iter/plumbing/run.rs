@@ -270,6 +270,33 @@ where
     }
 }
 
+/// Runs a half that worker `owner` split off (`piece`, units from `pos`)
+/// on the worker that took it. If another worker took it, `taken` says so
+/// (the owner's run keeps a half published only while its last one was
+/// taken); taken back by its owner (nobody wanted it), it runs without
+/// publishing until asked.
+fn other_half<P, C>(
+    piece: P,
+    pos: usize,
+    owner: usize,
+    taken: &AtomicBool,
+    lp: &Loop<'_, C>,
+    run: &Run<'_>,
+) -> C::Result
+where
+    P: Piece,
+    C: Consumer<P::Item>,
+{
+    let wt = WorkerThread::current().expect("a loop's half runs on a worker");
+    let published = if wt.index() == owner {
+        Some(&NOT_TAKEN)
+    } else {
+        taken.store(true, Ordering::Relaxed);
+        None
+    };
+    adaptive(wt, piece, pos, lp.consumer.folder(), lp, run, published, 0)
+}
+
 /// Runs `piece` (units from `pos`) on `wt`, batch by batch, into
 /// `folder`, splitting as `run` allows (see `drive.rs`). `published` is
 /// the flag of the half this run's parent published last (whether it was
@@ -398,14 +425,7 @@ where
                 },
                 move |part| {
                     let (theirs, at) = part.expect("an offered part");
-                    let wt = WorkerThread::current().expect("a loop's part runs on a worker");
-                    let published = if wt.index() == owner {
-                        Some(&NOT_TAKEN)
-                    } else {
-                        taken.store(true, Ordering::Relaxed);
-                        None
-                    };
-                    adaptive(wt, theirs, at, c.folder(), lp, run, published, 0)
+                    other_half(theirs, at, owner, taken, lp, run)
                 },
             );
             match offered {
@@ -494,18 +514,7 @@ where
                     wt,
                     run.to,
                     move || adaptive(wt, mine, pos, f, lp, run, Some(taken), used),
-                    move || {
-                        let wt = WorkerThread::current().expect("a loop's half runs on a worker");
-                        // Taken back by its owner (nobody wanted it): it
-                        // runs without publishing until asked.
-                        let published = if wt.index() == owner {
-                            Some(&NOT_TAKEN)
-                        } else {
-                            taken.store(true, Ordering::Relaxed);
-                            None
-                        };
-                        adaptive(wt, theirs, their_pos, c.folder(), lp, run, published, 0)
-                    },
+                    move || other_half(theirs, their_pos, owner, taken, lp, run),
                 );
                 return done.finish(c, c.reduce(a, b));
             }

@@ -8,6 +8,7 @@
 
 use std::marker::PhantomData;
 
+use super::split::WaitGuard;
 use crate::sched::job::{JobRef, StackJob};
 use crate::sched::latch::WorkerLatch;
 use crate::sched::registry::global_registry;
@@ -105,7 +106,7 @@ where
     // elsewhere, or still on our deque: the wait runs it) first. Armed
     // before the push: once `b` is on the deque, this frame must not end
     // before `b` has run, also if the push's wake-up unwinds.
-    let guard = WaitForB {
+    let guard = WaitGuard {
         wt,
         latch: &job_b.latch,
     };
@@ -126,16 +127,4 @@ where
         }
     }
     (ra, job_b.into_result())
-}
-
-/// Waits for `b` when `a` unwinds (both closures always finish first).
-struct WaitForB<'a> {
-    wt: &'a WorkerThread,
-    latch: &'a WorkerLatch,
-}
-
-impl Drop for WaitForB<'_> {
-    fn drop(&mut self) {
-        self.wt.wait_until(self.latch);
-    }
 }

@@ -29,6 +29,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 
+use super::split::WaitGuard;
 use crate::sched::job::{JobRef, StackJob};
 use crate::sched::latch::WorkerLatch;
 use crate::sched::worker::WorkerThread;
@@ -147,18 +148,6 @@ impl Drop for Linked<'_> {
             crate::sched::unwind::abort_with("offer frames unlinked out of order");
         }
         list.head.set(self.frame.prev);
-    }
-}
-
-/// Waits for the published part when the continuation unwinds.
-struct WaitGuard<'a> {
-    wt: &'a WorkerThread,
-    latch: &'a WorkerLatch,
-}
-
-impl Drop for WaitGuard<'_> {
-    fn drop(&mut self) {
-        self.wt.wait_until(self.latch);
     }
 }
 

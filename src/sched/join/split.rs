@@ -126,10 +126,12 @@ where
     (ra, job_b.into_result())
 }
 
-/// Waits for the published half when the other one unwinds.
-struct WaitGuard<'a> {
-    wt: &'a WorkerThread,
-    latch: &'a WorkerLatch,
+/// Waits for a published job's latch when dropped: armed while the other
+/// half runs, so that a half that unwinds cannot end the frame the
+/// published one borrows from (`join_to`, `join_context`, `offer_during`).
+pub(super) struct WaitGuard<'a> {
+    pub(super) wt: &'a WorkerThread,
+    pub(super) latch: &'a WorkerLatch,
 }
 
 impl Drop for WaitGuard<'_> {
