@@ -62,7 +62,9 @@
 //! [`Policy::Locality`](crate::Policy::Locality), strict under
 //! [`Policy::StrictLocality`](crate::Policy::StrictLocality) or after
 //! [`strict()`](ParallelIterator::strict). Inside its node a share runs as
-//! above, and splits only when a worker of the same node is idle. Every
+//! above, and splits only when a worker of the same node is idle; under
+//! `Locality` another node may take a share its node has not started,
+//! but the pieces a started share splits off stay on its node. Every
 //! batch adds its bytes, local or not, to the pool's
 //! [locality ratio](crate::PoolStats::locality_ratio). On a machine (or
 //! pool) with one node this costs nothing.

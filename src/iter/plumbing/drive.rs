@@ -27,7 +27,9 @@
 //!   is first cut at the node boundaries of its first placed source, and
 //!   each node's share is sent to that node ([`To::Place`]: a hint under
 //!   `Locality`, strict under `StrictLocality` or `.strict()`), where it
-//!   runs adaptively, splitting only for idle workers of its node. Every
+//!   runs adaptively, splitting only for idle workers of its node (a
+//!   share running on its node sends those pieces strictly: under
+//!   `Locality` the whole share is the hint). Every
 //!   batch counts its bytes, local or not, in the pool's statistics.
 //! - **Static**: one contiguous share per worker, each sent to its worker
 //!   ([`To::Worker`]) and run without splitting (see
@@ -234,8 +236,23 @@ where
     C: Consumer<P::Item>,
 {
     if let [share] = shares {
+        // A share that runs on its node keeps the pieces it splits off
+        // there (they are only split off for an idle worker of the node):
+        // under `Locality` the share as a whole is a hint, which another
+        // node may take before its node starts it, but once started its
+        // rest is not for other nodes to pick apart. A share that runs
+        // elsewhere sends its pieces to its node as hints.
+        let kept = match &share.place {
+            Some(p) if honours && !p.is_strict() && p.node() == Some(node_id(wt)) => {
+                Some(p.clone().strict())
+            }
+            _ => None,
+        };
         let run = Run {
-            to: share.place.as_ref().map_or(To::Deque, To::Place),
+            to: kept
+                .as_ref()
+                .or(share.place.as_ref())
+                .map_or(To::Deque, To::Place),
             split: true,
             node_only: honours && share.place.is_some(),
             data: &share.data,
