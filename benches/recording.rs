@@ -2,8 +2,10 @@
 //! off), with `record_with(timestamps_only)` and with `record` (counters
 //! too), on two workers, in the same run.
 //!
-//! - `fib_leaf20`: `fib(30)` with joins down to leaves of `fib(20)` (each a
-//!   labelled task of ~15 µs here), 89 leaves... per iteration 1,597 tasks.
+//! - `fib_leaf20`: `fib(30)` with joins down to leaves of `fib(20)` or
+//!   `fib(19)` (144 labelled tasks of ~17 µs on average here).
+//! - `fib_leaf19`: `fib(29)` with leaves of `fib(19)` or `fib(18)` (144
+//!   labelled tasks of ~10 µs: issue 20's target size).
 //! - `fib_leaf12`: `fib(25)` with leaves of `fib(12)` (~0.5 µs): 377
 //!   leaves... the worst case, tasks far below the 10 µs the report is for.
 //! - `health`: 85 villages of 16,384 patients, 4 steps, a labelled task per
@@ -85,6 +87,7 @@ fn bench<W: Fn() -> u64 + Sync>(c: &mut Criterion, name: &str, pool: &ThreadPool
 fn recording(c: &mut Criterion) {
     let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     bench(c, "fib_leaf20", &pool, || fib(30, 20));
+    bench(c, "fib_leaf19", &pool, || fib(29, 19));
     bench(c, "fib_leaf12", &pool, || fib(25, 12));
     let villages = std::sync::Mutex::new(
         (0..85u64)

@@ -202,8 +202,8 @@ proptest! {
         pool.install(|| {
             prop_assert_eq!(v.par_iter().with_min_len(min).find_first(|&&x| x % m == 0), v.iter().find(|&&x| x % m == 0), "find_first {}", name);
             prop_assert_eq!(v.par_iter().find_last(|&&x| x % m == 0), v.iter().rev().find(|&&x| x % m == 0), "find_last {}", name);
-            // Back to front through per-item adaptors, front to back through
-            // order-dependent ones (flat_map, flat_map_iter, fold, chain).
+            // Back to front through per-item adaptors and flat_map, front to
+            // back through order-dependent ones (flat_map_iter, fold, chain).
             prop_assert_eq!(
                 v.par_iter().with_min_len(min).map(|x| x / 2).filter(|x| x % 3 != 1).find_last(|x| x % m == 0),
                 v.iter().map(|x| x / 2).filter(|x| x % 3 != 1).rev().find(|x| x % m == 0),

@@ -110,6 +110,17 @@ fn find_first_of_an_octillion_flat_map() {
     assert_eq!(x, Some(0));
 }
 
+/// rayon's `find_last_octillion_flat`: `flat_map` runs back to front
+/// under `find_last`, so the last item is found at once (front to back,
+/// this got no result in 120 s).
+#[test]
+fn find_last_of_an_octillion_flat_map() {
+    let x = two_workers(120, "find_last over octillion_flat", || {
+        octillion_flat().find_last(|_| true)
+    });
+    assert_eq!(x, Some(OCTILLION - 1));
+}
+
 mod results {
     //! Nested loops give the same results as `std::iter` however their
     //! outer loops were split through offers (the pool's second worker
@@ -201,6 +212,59 @@ mod results {
             prop_assert_eq!(first, want_first);
             let want_any = v.iter().any(|&i| inner_len(i as usize, seed) > 20_500);
             prop_assert_eq!(any, want_any);
+        }
+
+        /// `find_last` through `flat_map` runs the loops back to front;
+        /// an inner or outer loop whose driver does not (`split`,
+        /// `walk_tree_prefix`), or one that is not reversible (`chain`),
+        /// meets the reversed search and must still give the last match.
+        #[test]
+        fn find_last_through_flat_maps_of_every_direction(
+            n in 0usize..300,
+            seed in 0usize..1000,
+            m in 1u64..40,
+        ) {
+            let v: Vec<u64> = (0..n as u64).collect();
+            let inner = |i: u64| inner_len(i as usize, seed) as u64;
+            let items = |i: u64| (0..inner(i)).map(move |j| (i, j));
+            let want = v.iter().flat_map(|&i| items(i)).rev().find(|&(_, j)| j % m == 0);
+            let halves = |r: std::ops::Range<u64>| {
+                terroir::iter::split(r, |r| {
+                    let mid = r.start + (r.end - r.start) / 2;
+                    if r.end - r.start < 2 { (r, None) } else { (r.start..mid, Some(mid..r.end)) }
+                })
+                .flat_map_iter(|r| r)
+            };
+            let pred = |&(_, j): &(u64, u64)| j % m == 0;
+            let (plain, nested, inner_split, outer_split, chained) = pool().install(|| {
+                let plain = v.par_iter().flat_map(|&i| (0..inner(i)).into_par_iter().map(move |j| (i, j))).find_last(pred);
+                let nested = v
+                    .par_iter()
+                    .flat_map(|&i| {
+                        (0..inner(i) / 8 + 1)
+                            .into_par_iter()
+                            .flat_map(move |k| (k * 8..(k * 8 + 8).min(inner(i))).into_par_iter())
+                            .map(move |j| (i, j))
+                    })
+                    .find_last(pred);
+                let inner_split = v.par_iter().flat_map(|&i| halves(0..inner(i)).map(move |j| (i, j))).find_last(pred);
+                let outer_split = halves(0..n as u64)
+                    .flat_map(|i| (0..inner(i)).into_par_iter().map(move |j| (i, j)))
+                    .find_last(pred);
+                let chained = v
+                    .par_iter()
+                    .flat_map(|&i| {
+                        let mid = inner(i) / 2;
+                        (0..mid).into_par_iter().chain(mid..inner(i)).map(move |j| (i, j))
+                    })
+                    .find_last(pred);
+                (plain, nested, inner_split, outer_split, chained)
+            });
+            prop_assert_eq!(plain, want, "flat_map");
+            prop_assert_eq!(nested, want, "flat_map in flat_map");
+            prop_assert_eq!(inner_split, want, "split inside");
+            prop_assert_eq!(outer_split, want, "split outside");
+            prop_assert_eq!(chained, want, "chain inside");
         }
     }
 

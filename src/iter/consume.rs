@@ -525,7 +525,8 @@ where
 /// front when every adaptor in front allows it ([`Consumer::REVERSIBLE`]):
 /// then this is `find_first` over the reversed units (positions from the
 /// back), and a search in a huge range ends as soon as the last match is
-/// found. Otherwise (a `flat_map` or `fold` in front) it runs front to
+/// found (through `flat_map`s too: see `flat.rs`). Otherwise (a `fold`
+/// or `chain` in front) it runs front to
 /// back: `best` holds one past the start of the rightmost batch that found
 /// one, and pieces whose units all lie before that batch stop.
 pub(crate) fn find_last<I, P>(iter: I, predicate: &P) -> Option<I::Item>

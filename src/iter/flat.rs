@@ -2,6 +2,18 @@
 //! iterator per item, on the consumer side), `flat_map` and `flatten`
 //! (a parallel loop per item, nested in the outer one's batch: its items
 //! all take the outer unit's position).
+//!
+//! **Back to front.** `flat_map` is reversible when its consumer is
+//! (`find_last`): the outer loop then runs back to front, and so does
+//! every inner loop that the driver runs (`Consumer::reverse` reaches it
+//! through [`At`]). An inner iterator whose driver never reverses (a
+//! loop that is not cut into units, such as `split` or `walk_tree`) still
+//! meets a reversed consumer correctly: `At` sees that it was not
+//! reversed and turns its runs and its reductions around itself (holding
+//! a run's items until it ends: that rare case costs memory, not a wrong
+//! answer).
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::plumbing::{forward_consumer, Consumer, Folder, Options};
 use super::unindexed::FlatMapIter;
@@ -83,6 +95,7 @@ where
         base.drive(FlatMapConsumer {
             base: &consumer,
             f: &map_op,
+            reversed: AtomicBool::new(false),
         })
     }
 }
@@ -92,6 +105,9 @@ where
 struct FlatMapConsumer<'f, C, F> {
     base: &'f C,
     f: &'f F,
+    /// Whether the outer loop runs back to front (set by `reverse`, before
+    /// any folder exists), and so `base` too.
+    reversed: AtomicBool,
 }
 
 impl<'f, T, C, F, PI> Consumer<T> for FlatMapConsumer<'f, C, F>
@@ -106,15 +122,23 @@ where
         FlatMapFolder {
             base: self.base,
             f: self.f,
+            reversed: self.reversed.load(Ordering::Relaxed),
             acc: None,
         }
     }
     forward_consumer!();
+    const REVERSIBLE: bool = C::REVERSIBLE;
+    fn reverse(&self) {
+        self.reversed.store(true, Ordering::Relaxed);
+        self.base.reverse();
+    }
 }
 
 struct FlatMapFolder<'f, C, F, R> {
     base: &'f C,
     f: &'f F,
+    /// Whether `base` runs back to front.
+    reversed: bool,
     acc: Option<R>,
 }
 
@@ -133,6 +157,8 @@ where
             let inner = (self.f)(x).into_par_iter().drive(At {
                 base: self.base,
                 pos: start,
+                outer_reversed: self.reversed,
+                inner_reversed: AtomicBool::new(false),
             });
             let acc = match self.acc.take() {
                 None => inner,
@@ -159,22 +185,47 @@ where
 
 /// A consumer passing everything to `base` with every position made `pos`
 /// (an inner loop of `flat_map`; it gets the default options).
+///
+/// It is as reversible as `base`, but its `reverse` only notes that the
+/// inner loop runs back to front: `base` was reversed (or not) with the
+/// outer loop. When the two directions differ (an inner driver that never
+/// reverses, under a reversed outer loop, or the other way round), it
+/// holds each folder's items and gives them to `base` last first, and
+/// swaps its reductions' operands, so that `base` still sees the items in
+/// its own order.
 struct At<'c, C> {
     base: &'c C,
     pos: usize,
+    /// Whether `base` (the outer loop) runs back to front.
+    outer_reversed: bool,
+    /// Whether the inner loop's driver runs it back to front (set by
+    /// `reverse`, before any folder exists).
+    inner_reversed: AtomicBool,
+}
+
+impl<C> At<'_, C> {
+    /// Whether the inner loop's order is the reverse of `base`'s.
+    fn turned(&self) -> bool {
+        self.outer_reversed != self.inner_reversed.load(Ordering::Relaxed)
+    }
 }
 
 impl<T, C: Consumer<T>> Consumer<T> for At<'_, C> {
-    type Folder = AtFolder<C::Folder>;
+    type Folder = AtFolder<T, C::Folder>;
     type Result = C::Result;
     fn folder(&self) -> Self::Folder {
         AtFolder {
             base: self.base.folder(),
             pos: self.pos,
+            held: self.turned().then(Vec::new),
         }
     }
     fn reduce(&self, left: C::Result, right: C::Result) -> C::Result {
-        self.base.reduce(left, right)
+        if self.turned() {
+            self.base.reduce(right, left)
+        } else {
+            self.base.reduce(left, right)
+        }
     }
     fn stop(&self, _start: usize, _end: usize) -> bool {
         self.base.stop(self.pos, self.pos.saturating_add(1))
@@ -188,26 +239,42 @@ impl<T, C: Consumer<T>> Consumer<T> for At<'_, C> {
     fn done(&self, result: &Self::Result) -> bool {
         self.base.done(result)
     }
+    const REVERSIBLE: bool = C::REVERSIBLE;
+    fn reverse(&self) {
+        self.inner_reversed.store(true, Ordering::Relaxed);
+    }
 }
 
-struct AtFolder<FO> {
+struct AtFolder<T, FO> {
     base: FO,
     pos: usize,
+    /// When the items come in the reverse of `base`'s order: all of them,
+    /// held until `complete` gives them to `base` last first (a folder may
+    /// take several batches, and `base` needs the whole run turned, not
+    /// each batch).
+    held: Option<Vec<T>>,
 }
 
-impl<T, FO: Folder<T>> Folder<T> for AtFolder<FO> {
+impl<T, FO: Folder<T>> Folder<T> for AtFolder<T, FO> {
     type Result = FO::Result;
-    fn consume<I: Iterator<Item = T>>(self, _start: usize, items: I) -> Self {
-        AtFolder {
-            base: self.base.consume(self.pos, items),
-            pos: self.pos,
+    fn consume<I: Iterator<Item = T>>(mut self, _start: usize, items: I) -> Self {
+        match &mut self.held {
+            Some(held) => held.extend(items),
+            None => self.base = self.base.consume(self.pos, items),
         }
+        self
     }
     fn full(&self) -> bool {
         self.base.full()
     }
     fn complete(self) -> FO::Result {
-        self.base.complete()
+        match self.held {
+            Some(held) => self
+                .base
+                .consume(self.pos, held.into_iter().rev())
+                .complete(),
+            None => self.base.complete(),
+        }
     }
 }
 

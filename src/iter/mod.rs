@@ -105,9 +105,9 @@
 //!   the innermost loop. rayon splits every level up front. Loops over
 //!   `map_init`/`map_with` make no offers (a split would copy their
 //!   per-run state), so their inner loops give away halves of themselves.
-//! - `find_last` runs back to front only through per-item adaptors; after
-//!   a `flat_map` it runs front to back, skipping what lies before a
-//!   match already found.
+//! - `find_last` runs back to front through per-item adaptors and
+//!   `flat_map`/`flatten`; after a `fold`, `chain` or `flat_map_iter` it
+//!   runs front to back, skipping what lies before a match already found.
 //! - Not provided: `par_bridge` over iterators that are not `Send`.
 
 mod blocks;

@@ -559,10 +559,11 @@ pub trait ParallelIterator: Sized + Send {
     /// The last item (in order) matching `predicate`.
     ///
     /// When only per-item adaptors (`map`, `filter`, `filter_map`,
-    /// `inspect`, …) stand between the source and the search, the loop
-    /// runs back to front, so it ends soon after the last match however
-    /// long the source; after a `flat_map` or a `fold` it runs front to
-    /// back and skips what lies before a match already found.
+    /// `inspect`, …) and `flat_map`s stand between the source and the
+    /// search, the loops run back to front, so they end soon after the last
+    /// match however long the source; after a `fold`, a `chain` or a
+    /// `flat_map_iter` the loop runs front to back and skips what lies
+    /// before a match already found.
     ///
     /// ```
     /// use terroir::prelude::*;
