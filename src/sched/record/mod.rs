@@ -251,7 +251,7 @@ pub enum CounterSampling {
     /// labelled regions inside a task go with it).
     Every(u32),
     /// As many tasks as keep the reads' cost at most this percentage of
-    /// the tasks' own time (the default: 5): each worker measures what a
+    /// the tasks' own time (the default: 2): each worker measures what a
     /// counted task's reads cost and counts the next task once the own time
     /// of the tasks since its last counted one pays for it. Long tasks are
     /// all counted, short ones sampled. Whether a task is counted is
@@ -261,7 +261,7 @@ pub enum CounterSampling {
 
 impl Default for CounterSampling {
     fn default() -> Self {
-        CounterSampling::Auto(5)
+        CounterSampling::Auto(2)
     }
 }
 
