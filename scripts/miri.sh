@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SUBSET=(pool::slab:: pool::placed:: numa::migrate:: numa::sys::heap:: sched::latch:: sched::join::private:: sched::join::offer::)
+SUBSET=(pool::slab:: pool::placed:: pool::placement:: numa::migrate:: numa::sys::heap:: sched::latch:: sched::join::private:: sched::join::offer::)
 CAPI_SUBSET=(handle::)
 
 skip() {

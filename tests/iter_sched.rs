@@ -256,3 +256,64 @@ fn node_vec_shares_and_data_places() {
         "interleaved over one node: that node"
     );
 }
+
+/// A placed loop's share splits pieces off for an idle worker of its node
+/// and sends them to the node's own queue, where every worker of the node
+/// looks, whatever the pool's distribution: not to one worker's inbox,
+/// where a worker blocked outside the pool would hold them until it
+/// returns. Here worker 0 (node 0) blocks until the loop is done, so the
+/// loop must finish without it (or the test fails after 30 s).
+#[test]
+fn placed_loop_pieces_do_not_wait_for_a_blocked_worker_under_any_distribution() {
+    use std::sync::mpsc;
+    use std::sync::Arc;
+    use terroir::Distribution;
+
+    for dist in [
+        Distribution::SharedQueue,
+        Distribution::ShortestQueue,
+        Distribution::RoundRobin,
+    ] {
+        for policy in [Policy::Locality, Policy::StrictLocality] {
+            let topo = Topology::builder().nodes(2).pus_per_l3(3).build().unwrap();
+            let pool = ThreadPoolBuilder::new()
+                .topology(topo)
+                .pin(false)
+                .policy(policy)
+                .distribution(dist)
+                .build()
+                .unwrap();
+            let nodes: Vec<NodeId> = pool.topology().nodes().iter().map(|n| n.id()).collect();
+            let (done_tx, done_rx) = mpsc::channel::<()>();
+            let (started_tx, started_rx) = mpsc::channel::<()>();
+            let released = Arc::new(AtomicUsize::new(0));
+            let r = Arc::clone(&released);
+            pool.spawn_on(&pool.worker(0).unwrap().strict(), move || {
+                started_tx.send(()).unwrap();
+                // Released by the loop's end, or by the deadline.
+                if done_rx.recv_timeout(Duration::from_secs(30)).is_err() {
+                    r.store(1, Ordering::SeqCst);
+                }
+            });
+            started_rx.recv().unwrap();
+            let place = Place::pushed([
+                Access::new(Some(nodes[0]), 1 << 20, false),
+                Access::new(Some(nodes[1]), 1 << 20, false),
+            ]);
+            let opts = ForOptions::new().place(place);
+            pool.install(|| {
+                parallel_for(0..400, &opts, |r| {
+                    for _ in r {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                })
+            });
+            let _ = done_tx.send(());
+            assert_eq!(
+                released.load(Ordering::SeqCst),
+                0,
+                "{dist:?}, {policy:?}: the loop waited for the blocked worker 0 (30 s)"
+            );
+        }
+    }
+}

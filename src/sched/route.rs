@@ -420,6 +420,15 @@ impl Registry {
             }
             r => r,
         };
+        self.deliver(route, job, here);
+    }
+
+    /// Sends a placed job to `route` as it stands: a node route goes to
+    /// the node's own queue whatever the pool's distribution (where every
+    /// worker of the node, the spawner among them, looks), a worker route
+    /// to that worker's inbox. [`push_routed`](Self::push_routed) after
+    /// the distribution's choice of worker.
+    pub(crate) fn deliver(&self, route: Route, job: JobRef, here: Option<&WorkerThread>) {
         if let Some(wt) = here {
             let to_other_node = match route {
                 Route::Node { node, .. } => node != wt.node,

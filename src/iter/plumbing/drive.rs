@@ -240,19 +240,17 @@ where
         // there (they are only split off for an idle worker of the node):
         // under `Locality` the share as a whole is a hint, which another
         // node may take before its node starts it, but once started its
-        // rest is not for other nodes to pick apart. A share that runs
-        // elsewhere sends its pieces to its node as hints.
-        let kept = match &share.place {
-            Some(p) if honours && !p.is_strict() && p.node() == Some(node_id(wt)) => {
-                Some(p.clone().strict())
-            }
-            _ => None,
+        // rest is not for other nodes to pick apart. They go to the node's
+        // own queue (`To::OwnNode`), where every worker of the node looks,
+        // whatever the distribution. A share that runs elsewhere sends its
+        // pieces to its node as hints.
+        let to = match &share.place {
+            Some(p) if honours && p.node() == Some(node_id(wt)) => To::OwnNode(p),
+            Some(p) => To::Place(p),
+            None => To::Deque,
         };
         let run = Run {
-            to: kept
-                .as_ref()
-                .or(share.place.as_ref())
-                .map_or(To::Deque, To::Place),
+            to,
             split: true,
             node_only: honours && share.place.is_some(),
             data: &share.data,

@@ -21,13 +21,24 @@ pub(crate) enum To<'p> {
     Deque,
     /// Where [`Scope::spawn_on`](crate::Scope::spawn_on) would send a task
     /// placed at the place: its node's queue, as a hint or strictly, under
-    /// the `Locality` policies; the deque under the others. Its declared
-    /// data counts in the statistics under every policy.
+    /// the `Locality` policies; the deque under the others. Unlike a
+    /// spawn, a node's task goes to the node's own queue whatever the
+    /// pool's [`Distribution`](crate::Distribution): a loop's share is
+    /// split further by whichever worker of the node runs it, and must not
+    /// wait in one worker's inbox (a worker blocked outside the pool would
+    /// hold it there). Its declared data counts in the statistics under
+    /// every policy.
     Place(&'p Place),
     /// Worker `w`'s strict inbox whatever the policy (static schedules:
     /// the same worker every time), counting the place's data, if any, in
     /// the statistics.
     Worker(usize, Option<&'p Place>),
+    /// The calling worker's node's strict queue whatever the policy,
+    /// counting the place's data in the statistics: a piece of a placed
+    /// loop's share for an idle worker of the node where the share runs.
+    /// Every worker of the node looks there, the caller too while it
+    /// waits.
+    OwnNode(&'p Place),
 }
 
 impl WorkerThread {
@@ -94,6 +105,13 @@ where
     let reg = &*wt.registry;
     let (route, task) = match to {
         To::Deque => (Route::Unplaced, None),
+        To::OwnNode(place) => (
+            Route::Node {
+                node: wt.node,
+                strict: true,
+            },
+            Some(PlacedTask::of(place)),
+        ),
         To::Place(place) => (reg.route(place, Some(wt)), Some(PlacedTask::of(place))),
         To::Worker(worker, place) => {
             debug_assert!(worker < reg.workers.len(), "worker {worker} out of range");
@@ -113,7 +131,9 @@ where
         },
         WorkerLatch::new(wt, false),
     );
-    reg.push_routed(route, job_b.as_job_ref(), Some(wt));
+    // To the route as it stands: a node's queue, not a worker's inbox
+    // (see `To::Place`).
+    reg.deliver(route, job_b.as_job_ref(), Some(wt));
     // If `oper_a` unwinds, `oper_b` (which may borrow the same frames) must
     // finish first.
     let guard = WaitGuard {
