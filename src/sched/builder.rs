@@ -255,6 +255,9 @@ impl<S> ThreadPoolBuilder<S> {
     /// while it waits in the pool (a `join`, a `scope`, an `install`, ...).
     /// It is not pinned (its affinity mask stays the caller's), and it is
     /// seated on the node of the CPU it runs on when the pool is built.
+    /// Work sent to worker 0 alone (a task placed strictly on it, a
+    /// [`Schedule::Static`](crate::iter::Schedule::Static) loop's first
+    /// share) waits while the thread is busy outside the pool.
     ///
     /// # Errors
     /// Building fails with [`ThreadPoolBuildError::CurrentThreadAlreadyInPool`]
@@ -393,7 +396,8 @@ impl<S> ThreadPoolBuilder<S> {
     }
 
     /// How placed tasks are spread over their node's workers (default
-    /// [`Distribution::SharedQueue`]).
+    /// [`Distribution::SharedQueue`]; parallel loops' node shares always
+    /// use the node's queue).
     pub fn distribution(mut self, distribution: Distribution) -> Self {
         self.settings.distribution = distribution;
         self

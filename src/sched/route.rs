@@ -16,6 +16,12 @@ use super::worker::WorkerThread;
 use crate::numa;
 
 /// How placed tasks are spread over the workers of their node.
+///
+/// It applies to spawned tasks (`spawn_on`, task groups). A parallel
+/// loop's node shares, and the pieces they split off, always go to the
+/// node's own queue, where every worker of the node looks: a share is
+/// split further by whichever worker runs it, and in one worker's inbox it
+/// would wait for that worker.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Distribution {

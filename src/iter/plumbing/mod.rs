@@ -185,7 +185,11 @@ pub enum Schedule {
     /// further. A loop over a placed container cuts at its node shares
     /// first and gives each node's share to that node's workers. A first
     /// touch through a static loop and later static loops over the same
-    /// length touch the same pages from the same workers.
+    /// length touch the same pages from the same workers. Because share
+    /// `k` is worker `k`'s alone, the loop waits for a worker that is
+    /// blocked outside the pool (a thread made a worker by
+    /// [`use_current_thread`](crate::ThreadPoolBuilder::use_current_thread)
+    /// and waiting on a channel, say) until it comes back.
     Static,
 }
 
