@@ -19,6 +19,7 @@ fn two_nodes(policy: Policy) -> ThreadPool {
     let topo = Topology::builder().nodes(2).pus_per_l3(2).build().unwrap();
     ThreadPoolBuilder::new()
         .topology(topo)
+        .num_threads(4)
         .pin(false)
         .policy(policy)
         .build()
@@ -329,5 +330,62 @@ fn placed_loop_pieces_do_not_wait_for_a_blocked_worker_under_any_distribution() 
     assert!(
         failed.is_empty(),
         "the loop waited for a blocked worker (30 s) under {failed:?}"
+    );
+}
+
+/// `.strict()` changes nothing under the policies that ignore places: a
+/// loop over data on two nodes runs on whichever workers are free, here
+/// node 0's while both of node 1's block until the loop is done (or give
+/// up after 30 s, and the test fails).
+#[test]
+fn strict_loops_under_flat_and_hierarchical_do_not_wait_for_their_nodes() {
+    use std::sync::mpsc;
+    use std::sync::Arc;
+
+    let mut failed = Vec::new();
+    for policy in [Policy::Flat, Policy::Hierarchical] {
+        let pool = two_nodes(policy);
+        assert_eq!(pool.current_num_threads(), 4);
+        let nodes: Vec<NodeId> = pool.topology().nodes().iter().map(|n| n.id()).collect();
+        let gave_up = Arc::new(AtomicUsize::new(0));
+        let mut release = Vec::new();
+        for w in (0..4).filter(|&w| pool.worker_node_index(w) == Some(1)) {
+            let (done_tx, done_rx) = mpsc::channel::<()>();
+            let (started_tx, started_rx) = mpsc::channel::<()>();
+            let g = Arc::clone(&gave_up);
+            pool.spawn_on(&pool.worker(w).unwrap().strict(), move || {
+                started_tx.send(()).unwrap();
+                if done_rx.recv_timeout(Duration::from_secs(30)).is_err() {
+                    g.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            started_rx.recv().unwrap();
+            release.push(done_tx);
+        }
+        let place = Place::pushed([
+            Access::new(Some(nodes[0]), 1 << 20, false),
+            Access::new(Some(nodes[1]), 1 << 20, false),
+        ]);
+        let opts = ForOptions::new().place(place).strict();
+        let ran = AtomicUsize::new(0);
+        pool.install(|| {
+            parallel_for(0..400, &opts, |r| {
+                for _ in r {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+            })
+        });
+        for tx in release {
+            let _ = tx.send(());
+        }
+        assert_eq!(ran.into_inner(), 400);
+        if gave_up.load(Ordering::SeqCst) > 0 {
+            failed.push(format!("{policy:?}"));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "a strict loop waited for node 1's blocked workers (30 s) under {failed:?}"
     );
 }

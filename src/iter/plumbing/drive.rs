@@ -171,12 +171,17 @@ where
         return adaptive(wt, piece, 0, lp.consumer.folder(), lp, &Run::PLAIN, None, 0);
     }
     let len = piece.units();
+    let honours = wt.registry().policy().honours_places();
     let mut shares = Vec::new();
     let mut at = 0;
     let mut push = |start: usize, end: usize, node: Option<NodeId>| {
         let place = node.map(|n| {
             let p = Place::on_node(n);
-            if options.strict {
+            // `.strict()` changes nothing under the policies that ignore
+            // places (as documented): a strict place would be honoured
+            // under every policy, sending pieces to a node that the share
+            // never went to (no first hop there).
+            if options.strict && honours {
                 p.strict()
             } else {
                 p
@@ -199,7 +204,6 @@ where
     if at < len {
         push(at, len, None);
     }
-    let honours = wt.registry().policy().honours_places();
     let first_elsewhere = match &shares[0].place {
         Some(p) => p.node() != Some(node_id(wt)),
         None => false,
