@@ -258,6 +258,54 @@ fn node_vec_shares_and_data_places() {
     );
 }
 
+/// Workers of a pool blocked outside it (each in a task placed strictly
+/// on it) until [`release`](Blocked::release), or for at most 30 s.
+struct Blocked {
+    release: Vec<std::sync::mpsc::Sender<()>>,
+    gave_up: std::sync::Arc<AtomicUsize>,
+}
+
+impl Blocked {
+    /// Blocks `workers` of `pool`; returns once each is blocked.
+    fn new(pool: &ThreadPool, workers: &[usize]) -> Blocked {
+        use std::sync::{mpsc, Arc};
+        let gave_up = Arc::new(AtomicUsize::new(0));
+        let mut release = Vec::new();
+        for &w in workers {
+            let (done_tx, done_rx) = mpsc::channel::<()>();
+            let (started_tx, started_rx) = mpsc::channel::<()>();
+            let g = Arc::clone(&gave_up);
+            pool.spawn_on(&pool.worker(w).unwrap().strict(), move || {
+                started_tx.send(()).unwrap();
+                // Released by `release`, or by the deadline.
+                if done_rx.recv_timeout(Duration::from_secs(30)).is_err() {
+                    g.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            started_rx.recv().unwrap();
+            release.push(done_tx);
+        }
+        Blocked { release, gave_up }
+    }
+
+    /// Releases the workers; whether any of them gave up waiting (the
+    /// work in between needed it for 30 s).
+    fn release(self) -> bool {
+        for tx in self.release {
+            let _ = tx.send(());
+        }
+        self.gave_up.load(Ordering::SeqCst) > 0
+    }
+}
+
+/// A place declaring 1 MiB on each of two nodes.
+fn both_nodes(nodes: &[NodeId]) -> Place {
+    Place::pushed([
+        Access::new(Some(nodes[0]), 1 << 20, false),
+        Access::new(Some(nodes[1]), 1 << 20, false),
+    ])
+}
+
 /// A placed loop's shares go to their nodes' own queues, and a running
 /// share splits pieces off for an idle worker of its node into that
 /// node's queue, where every worker of the node looks, whatever the
@@ -268,8 +316,6 @@ fn node_vec_shares_and_data_places() {
 /// test fails).
 #[test]
 fn placed_loop_pieces_do_not_wait_for_a_blocked_worker_under_any_distribution() {
-    use std::sync::mpsc;
-    use std::sync::Arc;
     use terroir::Distribution;
 
     let mut failed = Vec::new();
@@ -291,27 +337,8 @@ fn placed_loop_pieces_do_not_wait_for_a_blocked_worker_under_any_distribution() 
             assert_eq!(pool.worker_node_index(0), Some(0));
             assert_eq!(pool.worker_node_index(3), Some(1));
             let nodes: Vec<NodeId> = pool.topology().nodes().iter().map(|n| n.id()).collect();
-            let gave_up = Arc::new(AtomicUsize::new(0));
-            let mut release = Vec::new();
-            for w in [0, 3] {
-                let (done_tx, done_rx) = mpsc::channel::<()>();
-                let (started_tx, started_rx) = mpsc::channel::<()>();
-                let g = Arc::clone(&gave_up);
-                pool.spawn_on(&pool.worker(w).unwrap().strict(), move || {
-                    started_tx.send(()).unwrap();
-                    // Released by the loop's end, or by the deadline.
-                    if done_rx.recv_timeout(Duration::from_secs(30)).is_err() {
-                        g.fetch_add(1, Ordering::SeqCst);
-                    }
-                });
-                started_rx.recv().unwrap();
-                release.push(done_tx);
-            }
-            let place = Place::pushed([
-                Access::new(Some(nodes[0]), 1 << 20, false),
-                Access::new(Some(nodes[1]), 1 << 20, false),
-            ]);
-            let opts = ForOptions::new().place(place);
+            let blocked = Blocked::new(&pool, &[0, 3]);
+            let opts = ForOptions::new().place(both_nodes(&nodes));
             pool.install(|| {
                 parallel_for(0..400, &opts, |r| {
                     for _ in r {
@@ -319,10 +346,7 @@ fn placed_loop_pieces_do_not_wait_for_a_blocked_worker_under_any_distribution() 
                     }
                 })
             });
-            for tx in release {
-                let _ = tx.send(());
-            }
-            if gave_up.load(Ordering::SeqCst) > 0 {
+            if blocked.release() {
                 failed.push(format!("{dist:?}/{policy:?}"));
             }
         }
@@ -339,34 +363,16 @@ fn placed_loop_pieces_do_not_wait_for_a_blocked_worker_under_any_distribution() 
 /// up after 30 s, and the test fails).
 #[test]
 fn strict_loops_under_flat_and_hierarchical_do_not_wait_for_their_nodes() {
-    use std::sync::mpsc;
-    use std::sync::Arc;
-
     let mut failed = Vec::new();
     for policy in [Policy::Flat, Policy::Hierarchical] {
         let pool = two_nodes(policy);
         assert_eq!(pool.current_num_threads(), 4);
         let nodes: Vec<NodeId> = pool.topology().nodes().iter().map(|n| n.id()).collect();
-        let gave_up = Arc::new(AtomicUsize::new(0));
-        let mut release = Vec::new();
-        for w in (0..4).filter(|&w| pool.worker_node_index(w) == Some(1)) {
-            let (done_tx, done_rx) = mpsc::channel::<()>();
-            let (started_tx, started_rx) = mpsc::channel::<()>();
-            let g = Arc::clone(&gave_up);
-            pool.spawn_on(&pool.worker(w).unwrap().strict(), move || {
-                started_tx.send(()).unwrap();
-                if done_rx.recv_timeout(Duration::from_secs(30)).is_err() {
-                    g.fetch_add(1, Ordering::SeqCst);
-                }
-            });
-            started_rx.recv().unwrap();
-            release.push(done_tx);
-        }
-        let place = Place::pushed([
-            Access::new(Some(nodes[0]), 1 << 20, false),
-            Access::new(Some(nodes[1]), 1 << 20, false),
-        ]);
-        let opts = ForOptions::new().place(place).strict();
+        let node1: Vec<usize> = (0..4)
+            .filter(|&w| pool.worker_node_index(w) == Some(1))
+            .collect();
+        let blocked = Blocked::new(&pool, &node1);
+        let opts = ForOptions::new().place(both_nodes(&nodes)).strict();
         let ran = AtomicUsize::new(0);
         pool.install(|| {
             parallel_for(0..400, &opts, |r| {
@@ -376,11 +382,9 @@ fn strict_loops_under_flat_and_hierarchical_do_not_wait_for_their_nodes() {
                 }
             })
         });
-        for tx in release {
-            let _ = tx.send(());
-        }
+        let waited = blocked.release();
         assert_eq!(ran.into_inner(), 400);
-        if gave_up.load(Ordering::SeqCst) > 0 {
+        if waited {
             failed.push(format!("{policy:?}"));
         }
     }
