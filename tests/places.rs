@@ -280,6 +280,37 @@ fn a_strict_task_for_a_busy_node_waits_for_it() {
     assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(1));
 }
 
+/// A node with workers keeps its own tasks even when a described distance
+/// matrix rates another node nearer than the node itself: the matrix only
+/// says where a node *without* workers sends its tasks.
+#[test]
+fn a_node_with_workers_keeps_its_tasks_whatever_the_distances() {
+    let topo = Topology::builder()
+        .nodes(2)
+        .pus_per_l3(1)
+        .distances(vec![30, 10, 10, 30])
+        .build()
+        .expect("described topology");
+    for policy in [Policy::Locality, Policy::StrictLocality] {
+        let pool = pool(topo.clone(), policy, Distribution::SharedQueue);
+        let table = node_table(&pool);
+        let (tx, rx) = mpsc::channel();
+        for i in 0..40 {
+            let k = i % 2;
+            let (tx, table) = (tx.clone(), Arc::clone(&table));
+            pool.spawn_on(&pool.node(k).unwrap().strict(), move || {
+                tx.send((k, node_from(&table))).unwrap()
+            });
+        }
+        for _ in 0..40 {
+            let (k, ran) = rx
+                .recv_timeout(Duration::from_secs(30))
+                .expect("the strict task ran within 30 s");
+            assert_eq!(ran, k, "{policy}: a strict task for node {k} ran on node {ran}");
+        }
+    }
+}
+
 /// Two nodes of one worker each, 30 apart (running a task away from its
 /// data is taken to cost 3 times its length), with node 1's mean placed
 /// task time primed to about `mean` by a strict task that long.

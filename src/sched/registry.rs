@@ -291,11 +291,17 @@ impl Registry {
         let node_workers: Vec<Vec<usize>> = (0..nodes)
             .map(|n| (0..seats.len()).filter(|&w| seats[w].node == n).collect())
             .collect();
+        // A node with workers is its own, whatever the distances say (a
+        // described matrix may rate another node nearer than the node
+        // itself); a node without is sent to the nearest that has some.
         let redirect = (0..nodes)
             .map(|n| {
+                if !node_workers[n].is_empty() {
+                    return n;
+                }
                 (0..nodes)
                     .filter(|&m| !node_workers[m].is_empty())
-                    .min_by_key(|&m| (topo.distance_by_index(n, m), m != n, m))
+                    .min_by_key(|&m| (topo.distance_by_index(n, m), m))
                     .unwrap_or(n)
             })
             .collect();
