@@ -99,7 +99,9 @@ mod sched;
 /// rayon's module paths for the parallel iterators (`rayon::slice`,
 /// `rayon::range`, …), so that code naming them needs only the crate name
 /// changed; the items live in [`iter`].
-pub use iter::{collections, option, range, range_inclusive, slice, vec};
+pub use iter::{
+    array, collections, option, range, range_inclusive, result, slice, str, string, vec,
+};
 
 pub use sched::{
     broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,

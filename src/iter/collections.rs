@@ -115,3 +115,96 @@ impl<T: Send> ParallelDrainRange<usize> for &mut VecDeque<T> {
         IntoIter::new(self.drain(range).collect())
     }
 }
+
+/// rayon's `collections::*` type names for the iterators above (type
+/// aliases with rayon's parameters: each is a [`vec::IntoIter`](IntoIter)
+/// of the items).
+macro_rules! collection_names {
+    ($($(#[$doc:meta])* $module:ident { $($(#[$tdoc:meta])* $name:ident <$($p:tt),*> = $item:ty;)* })*) => {$(
+        $(#[$doc])*
+        pub mod $module {
+            $(
+                $(#[$tdoc])*
+                pub type $name<$($p),*> = super::IntoIter<$item>;
+            )*
+        }
+    )*};
+}
+
+collection_names! {
+    /// rayon's `collections::binary_heap`: the iterators of `BinaryHeap`.
+    binary_heap {
+        /// `BinaryHeap<T>`'s `into_par_iter()`.
+        IntoIter<T> = T;
+        /// `&BinaryHeap<T>`'s `into_par_iter()` (`par_iter()`).
+        Iter<'a, T> = &'a T;
+        /// `&mut BinaryHeap<T>`'s `par_drain()`.
+        Drain<'a, T> = T;
+    }
+    /// rayon's `collections::btree_map`: the iterators of `BTreeMap`.
+    btree_map {
+        /// `BTreeMap<K, V>`'s `into_par_iter()`.
+        IntoIter<K, V> = (K, V);
+        /// `&BTreeMap<K, V>`'s `into_par_iter()` (`par_iter()`).
+        Iter<'a, K, V> = (&'a K, &'a V);
+        /// `&mut BTreeMap<K, V>`'s `into_par_iter()` (`par_iter_mut()`).
+        IterMut<'a, K, V> = (&'a K, &'a mut V);
+    }
+    /// rayon's `collections::btree_set`: the iterators of `BTreeSet`.
+    btree_set {
+        /// `BTreeSet<T>`'s `into_par_iter()`.
+        IntoIter<T> = T;
+        /// `&BTreeSet<T>`'s `into_par_iter()` (`par_iter()`).
+        Iter<'a, T> = &'a T;
+    }
+    /// rayon's `collections::hash_map`: the iterators of `HashMap`.
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use terroir::prelude::*;
+    /// fn values<'a>(m: &'a HashMap<u32, u32>) -> terroir::collections::hash_map::Iter<'a, u32, u32> {
+    ///     m.par_iter()
+    /// }
+    /// let m: HashMap<u32, u32> = (0..4).map(|k| (k, 10 * k)).collect();
+    /// assert_eq!(values(&m).map(|(_, v)| v).sum::<u32>(), 60);
+    /// ```
+    hash_map {
+        /// `HashMap<K, V>`'s `into_par_iter()`.
+        IntoIter<K, V> = (K, V);
+        /// `&HashMap<K, V>`'s `into_par_iter()` (`par_iter()`).
+        Iter<'a, K, V> = (&'a K, &'a V);
+        /// `&mut HashMap<K, V>`'s `into_par_iter()` (`par_iter_mut()`).
+        IterMut<'a, K, V> = (&'a K, &'a mut V);
+        /// `&mut HashMap<K, V>`'s `par_drain()`.
+        Drain<'a, K, V> = (K, V);
+    }
+    /// rayon's `collections::hash_set`: the iterators of `HashSet`.
+    hash_set {
+        /// `HashSet<T>`'s `into_par_iter()`.
+        IntoIter<T> = T;
+        /// `&HashSet<T>`'s `into_par_iter()` (`par_iter()`).
+        Iter<'a, T> = &'a T;
+        /// `&mut HashSet<T>`'s `par_drain()`.
+        Drain<'a, T> = T;
+    }
+    /// rayon's `collections::linked_list`: the iterators of `LinkedList`.
+    linked_list {
+        /// `LinkedList<T>`'s `into_par_iter()`.
+        IntoIter<T> = T;
+        /// `&LinkedList<T>`'s `into_par_iter()` (`par_iter()`).
+        Iter<'a, T> = &'a T;
+        /// `&mut LinkedList<T>`'s `into_par_iter()` (`par_iter_mut()`).
+        IterMut<'a, T> = &'a mut T;
+    }
+    /// rayon's `collections::vec_deque`: the iterators of `VecDeque`.
+    vec_deque {
+        /// `VecDeque<T>`'s `into_par_iter()`.
+        IntoIter<T> = T;
+        /// `&VecDeque<T>`'s `into_par_iter()` (`par_iter()`).
+        Iter<'a, T> = &'a T;
+        /// `&mut VecDeque<T>`'s `into_par_iter()` (`par_iter_mut()`).
+        IterMut<'a, T> = &'a mut T;
+        /// `&mut VecDeque<T>`'s `par_drain(range)`.
+        Drain<'a, T> = T;
+    }
+}

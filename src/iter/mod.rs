@@ -124,6 +124,7 @@ mod intersperse;
 mod map;
 mod map_state;
 mod multizip;
+mod names;
 mod par;
 mod placed;
 pub(crate) mod plumbing;
@@ -155,6 +156,7 @@ pub use intersperse::Intersperse;
 pub use map::{Cloned, Copied, Inspect, Map, Update};
 pub use map_state::{MapInit, MapWith};
 pub use multizip::MultiZip;
+pub use names::{array, result, str};
 pub use par::ParallelIterator;
 pub use placed::{parallel_for, ForOptions};
 #[doc(hidden)]

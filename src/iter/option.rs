@@ -27,6 +27,13 @@ impl<T> IntoIter<T> {
     }
 }
 
+/// rayon's `option::Iter`: `&Option<T>`'s `into_par_iter()` (`par_iter()`),
+/// an [`IntoIter`] of the reference.
+pub type Iter<'a, T> = IntoIter<&'a T>;
+/// rayon's `option::IterMut`: `&mut Option<T>`'s `into_par_iter()`
+/// (`par_iter_mut()`), an [`IntoIter`] of the mutable reference.
+pub type IterMut<'a, T> = IntoIter<&'a mut T>;
+
 impl<T: Send> IntoParallelIterator for Option<T> {
     type Iter = IntoIter<T>;
     type Item = T;

@@ -85,31 +85,34 @@ pub trait ParallelString {
     }
 
     /// The parts between separators, like `str::split`.
-    fn par_split<P: Pattern>(&self, separator: P) -> IntoIter<&str> {
+    fn par_split<P: Pattern>(&self, separator: P) -> super::str::Split<'_, P> {
         let parts: Vec<&str> = self
             .as_parallel_string()
             .split(|c| separator.matches(c))
             .collect();
-        parts.into_par_iter()
+        super::str::Split::new(parts)
     }
 
     /// The parts, each ending with its separator, like
     /// `str::split_inclusive`.
-    fn par_split_inclusive<P: Pattern>(&self, separator: P) -> IntoIter<&str> {
+    fn par_split_inclusive<P: Pattern>(&self, separator: P) -> super::str::SplitInclusive<'_, P> {
         let parts: Vec<&str> = self
             .as_parallel_string()
             .split_inclusive(|c| separator.matches(c))
             .collect();
-        parts.into_par_iter()
+        super::str::SplitInclusive::new(parts)
     }
 
     /// The parts between terminators, like `str::split_terminator`.
-    fn par_split_terminator<P: Pattern>(&self, terminator: P) -> IntoIter<&str> {
+    fn par_split_terminator<P: Pattern>(
+        &self,
+        terminator: P,
+    ) -> super::str::SplitTerminator<'_, P> {
         let parts: Vec<&str> = self
             .as_parallel_string()
             .split_terminator(|c| terminator.matches(c))
             .collect();
-        parts.into_par_iter()
+        super::str::SplitTerminator::new(parts)
     }
 
     /// The lines, like `str::lines`.
@@ -132,22 +135,22 @@ pub trait ParallelString {
     }
 
     /// The matches of `pattern` (one character each), like `str::matches`.
-    fn par_matches<P: Pattern>(&self, pattern: P) -> IntoIter<&str> {
+    fn par_matches<P: Pattern>(&self, pattern: P) -> super::str::Matches<'_, P> {
         let parts: Vec<&str> = self
             .as_parallel_string()
             .matches(|c| pattern.matches(c))
             .collect();
-        parts.into_par_iter()
+        super::str::Matches::new(parts)
     }
 
     /// The matches of `pattern` with their byte offsets, like
     /// `str::match_indices`.
-    fn par_match_indices<P: Pattern>(&self, pattern: P) -> IntoIter<(usize, &str)> {
+    fn par_match_indices<P: Pattern>(&self, pattern: P) -> super::str::MatchIndices<'_, P> {
         let parts: Vec<(usize, &str)> = self
             .as_parallel_string()
             .match_indices(|c| pattern.matches(c))
             .collect();
-        parts.into_par_iter()
+        super::str::MatchIndices::new(parts)
     }
 }
 

@@ -40,10 +40,10 @@ impl<T: Send> IntoParallelIterator for Vec<T> {
 }
 
 impl<T: Send, const N: usize> IntoParallelIterator for [T; N] {
-    type Iter = IntoIter<T>;
+    type Iter = super::array::IntoIter<T, N>;
     type Item = T;
-    fn into_par_iter(self) -> IntoIter<T> {
-        IntoIter::new(Vec::from(self))
+    fn into_par_iter(self) -> super::array::IntoIter<T, N> {
+        super::array::IntoIter::new(Vec::from(self))
     }
 }
 

@@ -19,6 +19,7 @@ pub use chunks::{
 };
 
 use super::indexed::drive_piece;
+use super::names::vec_newtype;
 use super::plumbing::{Consumer, Extent, Piece};
 use super::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 use crate::numa::NodeId;
@@ -68,6 +69,47 @@ impl<'a, T> IterMut<'a, T> {
     pub(crate) fn new(slice: &'a mut [T], shares: Shares) -> Self {
         IterMut { slice, shares }
     }
+}
+
+vec_newtype! {
+    /// rayon's `slice::Split`: [`ParallelSlice::par_split`]'s iterator, the
+    /// pieces between separators (`P`: the separator test).
+    Split ['data, T, P] ['data, T, P] &'data [T], P
+}
+vec_newtype! {
+    /// rayon's `slice::SplitInclusive`:
+    /// [`ParallelSlice::par_split_inclusive`]'s iterator.
+    SplitInclusive ['data, T, P] ['data, T, P] &'data [T], P
+}
+vec_newtype! {
+    /// rayon's `slice::ChunkBy`: [`ParallelSlice::par_chunk_by`]'s iterator.
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// fn runs<F>(v: &[u8], same: F) -> terroir::slice::ChunkBy<'_, u8, F>
+    /// where
+    ///     F: Fn(&u8, &u8) -> bool + Send + Sync,
+    /// {
+    ///     v.par_chunk_by(same)
+    /// }
+    /// assert_eq!(runs(&[1, 1, 2, 3, 3], |a, b| a == b).count(), 3);
+    /// ```
+    ChunkBy ['data, T, P] ['data, T, P] &'data [T], P
+}
+vec_newtype! {
+    /// rayon's `slice::SplitMut`: [`ParallelSliceMut::par_split_mut`]'s
+    /// iterator.
+    SplitMut ['data, T, P] ['data, T, P] &'data mut [T], P
+}
+vec_newtype! {
+    /// rayon's `slice::SplitInclusiveMut`:
+    /// [`ParallelSliceMut::par_split_inclusive_mut`]'s iterator.
+    SplitInclusiveMut ['data, T, P] ['data, T, P] &'data mut [T], P
+}
+vec_newtype! {
+    /// rayon's `slice::ChunkByMut`: [`ParallelSliceMut::par_chunk_by_mut`]'s
+    /// iterator.
+    ChunkByMut ['data, T, P] ['data, T, P] &'data mut [T], P
 }
 
 impl<'a, T: Sync> IntoParallelIterator for &'a [T] {
@@ -345,16 +387,16 @@ pub trait ParallelSlice<T: Sync> {
     /// let parts: Vec<&[i32]> = [1, 0, 2, 3, 0, 4].par_split(|&x| x == 0).collect();
     /// assert_eq!(parts, [&[1][..], &[2, 3], &[4]]);
     /// ```
-    fn par_split<P>(&self, separator: P) -> super::vec::IntoIter<&[T]>
+    fn par_split<P>(&self, separator: P) -> Split<'_, T, P>
     where
         P: Fn(&T) -> bool + Sync + Send,
     {
         let parts: Vec<&[T]> = self.as_parallel_slice().split(separator).collect();
-        parts.into_par_iter()
+        Split::new(parts)
     }
 
     /// [`par_split`](Self::par_split), each separator ending its part.
-    fn par_split_inclusive<P>(&self, separator: P) -> super::vec::IntoIter<&[T]>
+    fn par_split_inclusive<P>(&self, separator: P) -> SplitInclusive<'_, T, P>
     where
         P: Fn(&T) -> bool + Sync + Send,
     {
@@ -362,7 +404,7 @@ pub trait ParallelSlice<T: Sync> {
             .as_parallel_slice()
             .split_inclusive(separator)
             .collect();
-        parts.into_par_iter()
+        SplitInclusive::new(parts)
     }
 
     /// Overlapping windows of `window_size` elements.
@@ -433,12 +475,12 @@ pub trait ParallelSlice<T: Sync> {
 
     /// Runs of consecutive elements for which `pred` holds pairwise, like
     /// `slice::chunk_by`. Found sequentially first.
-    fn par_chunk_by<F>(&self, pred: F) -> super::vec::IntoIter<&[T]>
+    fn par_chunk_by<F>(&self, pred: F) -> ChunkBy<'_, T, F>
     where
         F: Fn(&T, &T) -> bool + Send + Sync,
     {
         let parts: Vec<&[T]> = self.as_parallel_slice().chunk_by(pred).collect();
-        parts.into_par_iter()
+        ChunkBy::new(parts)
     }
 }
 
@@ -481,17 +523,17 @@ pub trait ParallelSliceMut<T: Send> {
 
     /// Mutable sub-slices between elements matching `separator`. Found
     /// sequentially first.
-    fn par_split_mut<P>(&mut self, separator: P) -> super::vec::IntoIter<&mut [T]>
+    fn par_split_mut<P>(&mut self, separator: P) -> SplitMut<'_, T, P>
     where
         P: Fn(&T) -> bool + Sync + Send,
     {
         let parts: Vec<&mut [T]> = self.as_parallel_slice_mut().split_mut(separator).collect();
-        parts.into_par_iter()
+        SplitMut::new(parts)
     }
 
     /// [`par_split_mut`](Self::par_split_mut), each separator ending its
     /// part.
-    fn par_split_inclusive_mut<P>(&mut self, separator: P) -> super::vec::IntoIter<&mut [T]>
+    fn par_split_inclusive_mut<P>(&mut self, separator: P) -> SplitInclusiveMut<'_, T, P>
     where
         P: Fn(&T) -> bool + Sync + Send,
     {
@@ -499,7 +541,7 @@ pub trait ParallelSliceMut<T: Send> {
             .as_parallel_slice_mut()
             .split_inclusive_mut(separator)
             .collect();
-        parts.into_par_iter()
+        SplitInclusiveMut::new(parts)
     }
 
     /// Mutable chunks of `chunk_size` elements (the last one shorter).
@@ -546,12 +588,12 @@ pub trait ParallelSliceMut<T: Send> {
 
     /// Mutable runs of consecutive elements for which `pred` holds
     /// pairwise. Found sequentially first.
-    fn par_chunk_by_mut<F>(&mut self, pred: F) -> super::vec::IntoIter<&mut [T]>
+    fn par_chunk_by_mut<F>(&mut self, pred: F) -> ChunkByMut<'_, T, F>
     where
         F: Fn(&T, &T) -> bool + Send + Sync,
     {
         let parts: Vec<&mut [T]> = self.as_parallel_slice_mut().chunk_by_mut(pred).collect();
-        parts.into_par_iter()
+        ChunkByMut::new(parts)
     }
 
     /// Sorts the slice, stably (halves sorted in parallel, then merged).
