@@ -306,7 +306,10 @@ fn a_node_with_workers_keeps_its_tasks_whatever_the_distances() {
             let (k, ran) = rx
                 .recv_timeout(Duration::from_secs(30))
                 .expect("the strict task ran within 30 s");
-            assert_eq!(ran, k, "{policy}: a strict task for node {k} ran on node {ran}");
+            assert_eq!(
+                ran, k,
+                "{policy}: a strict task for node {k} ran on node {ran}"
+            );
         }
     }
 }
