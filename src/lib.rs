@@ -107,8 +107,8 @@ pub use sched::{
     broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,
     in_place_scope, in_place_scope_fifo, join, join_context, label, max_num_threads, scope,
     scope_fifo, spawn, spawn_broadcast, spawn_fifo, yield_local, yield_now, Access,
-    BroadcastContext, DequeOrder, Distribution, FnContext, NodeStats, ParsePolicyError, Place,
-    PlaceError, Policy, PoolStats, Scope, ScopeFifo, TaskGroup, ThreadBuilder, ThreadPool,
+    BroadcastContext, DequeOrder, Distribution, FnContext, NodeStats, ParsePolicyError, Pinning,
+    Place, PlaceError, Policy, PoolStats, Scope, ScopeFifo, TaskGroup, ThreadBuilder, ThreadPool,
     ThreadPoolBuildError, ThreadPoolBuilder, WouldDeadlock, Yield, DEFAULT_PUSH_THRESHOLD,
 };
 

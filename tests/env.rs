@@ -3,7 +3,7 @@
 //! override them, and bad values are typed errors naming the variable and
 //! the value. One test, because the environment is process-wide.
 
-use terroir::{Policy, ThreadPoolBuildError, ThreadPoolBuilder};
+use terroir::{Pinning, Policy, ThreadPoolBuildError, ThreadPoolBuilder};
 
 #[test]
 fn environment_overrides_and_errors() {
@@ -115,6 +115,40 @@ fn environment_overrides_and_errors() {
         .unwrap()
         .is_pinned());
     assert!(!build().unwrap().is_pinned(), "an explicit pin(false) wins");
+    let here = || ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    assert_eq!(
+        here().pinning(),
+        Some(Pinning::Cache),
+        "TERROIR_PIN=1: the default granularity"
+    );
+    for (value, pinning) in [
+        ("pu", Pinning::Pu),
+        ("cache", Pinning::Cache),
+        ("node", Pinning::Node),
+    ] {
+        std::env::set_var("TERROIR_PIN", value);
+        assert_eq!(here().pinning(), Some(pinning), "TERROIR_PIN={value}");
+        let explicit = ThreadPoolBuilder::new()
+            .num_threads(1)
+            .pinning(Pinning::Pu)
+            .build()
+            .unwrap();
+        assert_eq!(
+            explicit.pinning(),
+            Some(Pinning::Pu),
+            "an explicit pinning wins over {value}"
+        );
+        let unpinned = ThreadPoolBuilder::new()
+            .num_threads(1)
+            .pin(false)
+            .build()
+            .unwrap();
+        assert_eq!(
+            unpinned.pinning(),
+            None,
+            "an explicit pin(false) wins over {value}"
+        );
+    }
     std::env::set_var("TERROIR_PIN", "yes");
     match ThreadPoolBuilder::new().num_threads(1).build().unwrap_err() {
         ThreadPoolBuildError::InvalidEnv { var, value, .. } => {

@@ -497,12 +497,20 @@ fn a_preempted_baseline_is_flagged() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use terroir::numa::{bind_current_thread, CpuSet};
     let _serial = serial();
-    let par = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    // Each worker on its PU alone, the baseline's too: a competitor on
+    // that CPU is one the worker cannot move away from.
+    let par = ThreadPoolBuilder::new()
+        .num_threads(2)
+        .pinning(terroir::Pinning::Pu)
+        .build()
+        .unwrap();
     let one = InflationReport::baseline_pool(&par).unwrap();
-    let Some(cpu) = one.worker_cpu(0) else {
-        eprintln!("the baseline worker is not pinned here: no CPU to compete for");
-        return;
-    };
+    assert_eq!(
+        one.pinning(),
+        Some(terroir::Pinning::Pu),
+        "the baseline pins as its pool"
+    );
+    let cpu = one.worker_cpu(0).unwrap();
     let units = calibrate(Duration::from_micros(200));
     let work = || {
         terroir::scope(|s| {

@@ -199,13 +199,48 @@ struct Sighting {
 #[test]
 fn pool_workers_run_pinned_on_their_pu_and_node() {
     let Some(layout) = guest() else { return };
-    let pool = ThreadPoolBuilder::new().build().expect("default pool");
+    let default = ThreadPoolBuilder::new().build().expect("default pool");
+    assert_eq!(
+        default.pinning(),
+        Some(terroir::Pinning::Cache),
+        "a pool on the detected topology is pinned, by cache group"
+    );
+    // By default each worker may run on its PU's cache group, which lies
+    // within its node.
+    let seen = default.broadcast(|ctx| {
+        (
+            ctx.index(),
+            allowed_cpus().unwrap(),
+            current_cpu_and_node().unwrap(),
+        )
+    });
+    for (i, allowed, (cpu, node)) in seen {
+        let node_index = default.worker_node_index(i).unwrap();
+        let home = &default.topology().nodes()[node_index];
+        assert_eq!(
+            default.worker_cpus(i).as_ref(),
+            Some(&allowed),
+            "worker {i} affinity"
+        );
+        assert!(
+            allowed.iter().all(|c| home.cpus().contains(c)),
+            "worker {i}: {allowed} leaves {}",
+            home.id()
+        );
+        assert!(
+            allowed.contains(cpu) && node == home.id(),
+            "worker {i} ran on cpu {cpu}, {node}"
+        );
+    }
+    drop(default);
+    // Pinned to their PUs: each worker runs there and nowhere else.
+    let pool = ThreadPoolBuilder::new()
+        .pinning(terroir::Pinning::Pu)
+        .build()
+        .expect("pool pinned to PUs");
     let n = pool.current_num_threads();
     assert_eq!(n, layout.all_cpus().count(), "one worker per PU");
-    assert!(
-        pool.is_pinned(),
-        "a pool on the detected topology is pinned"
-    );
+    assert!(pool.is_pinned());
 
     // Each worker's reported CPU and node: every PU once, each on its node.
     let mut cpus = Vec::new();

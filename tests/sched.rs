@@ -602,3 +602,75 @@ fn n_jobs_that_wait_for_each_other_get_n_workers() {
         }
     }
 }
+
+/// Each worker's affinity is what [`ThreadPool::worker_cpus`] says, for
+/// every [`Pinning`]: its PU, its PU's L3 group or its node, and the
+/// default is the L3 group.
+#[test]
+fn workers_are_pinned_at_the_granularity_asked() {
+    use terroir::Pinning;
+    let topo = Topology::detect().expect("this machine's topology");
+    let affinities = |pool: &ThreadPool| {
+        let mut seen = pool.broadcast(|ctx| (ctx.index(), terroir::numa::allowed_cpus().unwrap()));
+        seen.sort_by_key(|(i, _)| *i);
+        seen
+    };
+    let default = ThreadPoolBuilder::new()
+        .topology(topo.clone())
+        .pin(true)
+        .build()
+        .unwrap();
+    assert_eq!(default.pinning(), Some(Pinning::Cache));
+    for (pinning, name) in [
+        (Pinning::Pu, "pu"),
+        (Pinning::Cache, "cache"),
+        (Pinning::Node, "node"),
+    ] {
+        assert_eq!(pinning.name(), name);
+        let pool = ThreadPoolBuilder::new()
+            .topology(topo.clone())
+            .pinning(pinning)
+            .build()
+            .unwrap();
+        assert!(pool.is_pinned());
+        assert_eq!(pool.pinning(), Some(pinning));
+        for (i, allowed) in affinities(&pool) {
+            let cpu = pool.worker_cpu(i).unwrap();
+            let expected: Vec<u32> = match pinning {
+                Pinning::Pu => vec![cpu],
+                Pinning::Cache => {
+                    let pu = topo.pus().iter().find(|p| p.os_index() == cpu).unwrap();
+                    topo.l3_groups()[pu.l3_group_index()]
+                        .cpus()
+                        .iter()
+                        .collect()
+                }
+                _ => topo.nodes()[pool.worker_node_index(i).unwrap()]
+                    .cpus()
+                    .iter()
+                    .collect(),
+            };
+            assert_eq!(
+                allowed.iter().collect::<Vec<_>>(),
+                expected,
+                "{pinning:?}, worker {i}"
+            );
+            assert_eq!(
+                pool.worker_cpus(i).as_ref(),
+                Some(&allowed),
+                "{pinning:?}, worker {i}"
+            );
+            assert!(
+                allowed.contains(cpu),
+                "{pinning:?}: worker {i}'s seat is one of its CPUs"
+            );
+        }
+        assert_eq!(pool.worker_cpus(pool.current_num_threads()), None);
+    }
+    let unpinned = ThreadPoolBuilder::new()
+        .topology(topo)
+        .pin(false)
+        .build()
+        .unwrap();
+    assert_eq!((unpinned.pinning(), unpinned.worker_cpus(0)), (None, None));
+}

@@ -173,12 +173,24 @@ typedef enum terroir_policy {
 
 // Whether a pool pins its workers (`terroir_pool_config.pin`).
 typedef enum terroir_pin {
-  // terroir's default: pinned, one worker per processing unit.
+  // terroir's default (`TERROIR_PIN` may override it): pinned, each
+  // worker to the processing units sharing its PU's L3 cache, within its
+  // node.
   TERROIR_PIN_DEFAULT = 0,
-  // Pin each worker to its processing unit.
+  // Pin each worker, to its PU's L3 cache group (or as `TERROIR_PIN`
+  // says: `pu`, `cache` or `node`).
   TERROIR_PIN_ON = 1,
   // Do not pin.
   TERROIR_PIN_OFF = 2,
+  // Pin each worker to its processing unit alone. A thread outside the
+  // pool running on that PU competes with the worker, which cannot move
+  // away.
+  TERROIR_PIN_PU = 3,
+  // Pin each worker to the processing units sharing its PU's L3 cache,
+  // within its node.
+  TERROIR_PIN_CACHE = 4,
+  // Pin each worker to its node's processing units.
+  TERROIR_PIN_NODE = 5,
 } terroir_pin;
 
 // What a `terroir_place` names (its `kind` field).

@@ -12,7 +12,7 @@ use super::task::CTask;
 use terroir::__capi::{
     current_pool_tag, install_carrying_frame, set_pool_tag, with_current_pool, Worker,
 };
-use terroir::{Policy, ThreadPool, ThreadPoolBuilder};
+use terroir::{Pinning, Policy, ThreadPool, ThreadPoolBuilder};
 
 /// An opaque pool handle. A `terroir_pool *` is a key into terroir's
 /// handle table, never dereferenced, so a destroyed or garbage handle is
@@ -50,12 +50,24 @@ pub enum TerroirPolicy {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TerroirPin {
-    /// terroir's default: pinned, one worker per processing unit.
+    /// terroir's default (`TERROIR_PIN` may override it): pinned, each
+    /// worker to the processing units sharing its PU's L3 cache, within its
+    /// node.
     Default = 0,
-    /// Pin each worker to its processing unit.
+    /// Pin each worker, to its PU's L3 cache group (or as `TERROIR_PIN`
+    /// says: `pu`, `cache` or `node`).
     On = 1,
     /// Do not pin.
     Off = 2,
+    /// Pin each worker to its processing unit alone. A thread outside the
+    /// pool running on that PU competes with the worker, which cannot move
+    /// away.
+    Pu = 3,
+    /// Pin each worker to the processing units sharing its PU's L3 cache,
+    /// within its node.
+    Cache = 4,
+    /// Pin each worker to its node's processing units.
+    Node = 5,
 }
 
 /// How to build a pool. Set `size` to `sizeof(terroir_pool_config)` (or
@@ -142,9 +154,12 @@ fn builder(config: Option<TerroirPoolConfig>, global: bool) -> Result<ThreadPool
         p if p == TerroirPin::Default as u32 => b,
         p if p == TerroirPin::On as u32 => b.pin(true),
         p if p == TerroirPin::Off as u32 => b.pin(false),
+        p if p == TerroirPin::Pu as u32 => b.pinning(Pinning::Pu),
+        p if p == TerroirPin::Cache as u32 => b.pinning(Pinning::Cache),
+        p if p == TerroirPin::Node as u32 => b.pinning(Pinning::Node),
         p => {
             return Err(Error::invalid(format!(
-                "config->pin = {p} is not a terroir_pin (0 to 2)"
+                "config->pin = {p} is not a terroir_pin (0 to 5)"
             )))
         }
     };
@@ -500,4 +515,33 @@ fn join_slow(
             Ok(())
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each `terroir_pin` value builds the pool it names; others are refused.
+    #[test]
+    fn pin_values_name_their_pinning() {
+        let config = |pin| TerroirPoolConfig {
+            size: size_of::<TerroirPoolConfig>(),
+            num_threads: 1,
+            policy: 0,
+            pin,
+        };
+        for (pin, pinning) in [
+            (TerroirPin::Off, None),
+            (TerroirPin::Pu, Some(Pinning::Pu)),
+            (TerroirPin::Cache, Some(Pinning::Cache)),
+            (TerroirPin::Node, Some(Pinning::Node)),
+        ] {
+            let pool = builder(Some(config(pin as u32)), false)
+                .and_then(|b| b.build().map_err(Error::from))
+                .unwrap_or_else(|e| panic!("{pin:?}: {e:?}"));
+            assert_eq!(pool.pinning(), pinning, "{pin:?}");
+        }
+        let err = builder(Some(config(6)), false).expect_err("pin = 6 is refused");
+        assert!(format!("{err:?}").contains("config->pin = 6"), "{err:?}");
+    }
 }

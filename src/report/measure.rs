@@ -254,10 +254,9 @@ impl InflationReport {
     /// # Errors
     /// When the pool cannot be built.
     pub fn baseline_pool(pool: &ThreadPool) -> Result<ThreadPool, ThreadPoolBuildError> {
-        ThreadPoolBuilder::new()
+        pinned_as(ThreadPoolBuilder::new(), pool)
             .topology(pool.topology().clone())
             .policy(pool.policy())
-            .pin(pool.is_pinned())
             .num_threads(1)
             .build()
     }
@@ -284,14 +283,21 @@ impl InflationReport {
                         .topology()
                         .restrict(node.cpus())
                         .map_err(ThreadPoolBuildError::from)?;
-                    ThreadPoolBuilder::new()
+                    pinned_as(ThreadPoolBuilder::new(), pool)
                         .topology(topology)
                         .policy(pool.policy())
-                        .pin(pool.is_pinned())
                         .num_threads(1)
                         .build()
                 })
                 .collect(),
         }
+    }
+}
+
+/// `builder` pinning its workers as `pool` does (whether, and how).
+fn pinned_as(builder: ThreadPoolBuilder, pool: &ThreadPool) -> ThreadPoolBuilder {
+    match pool.pinning() {
+        Some(pinning) => builder.pinning(pinning),
+        None => builder.pin(false),
     }
 }

@@ -63,11 +63,12 @@ pub enum ThreadPoolBuildError {
         /// Why it cannot be used.
         reason: String,
     },
-    /// A worker could not be pinned to its processing unit.
+    /// A worker could not be pinned to its CPUs (see [`Pinning`]).
     Pin {
         /// The worker's index.
         worker: usize,
-        /// The OS CPU number it was to be pinned to.
+        /// The OS CPU number of its processing unit (pinned to it alone, or
+        /// to its cache group or node: [`Pinning`]).
         cpu: u32,
         /// The error from `sched_setaffinity`.
         source: NumaError,
@@ -104,7 +105,7 @@ impl fmt::Display for ThreadPoolBuildError {
                 source,
             } => write!(
                 f,
-                "cannot pin worker {worker} to CPU {cpu}: {source} (use .pin(false) for \
+                "cannot pin worker {worker} (its CPU {cpu}): {source} (use .pin(false) for \
                  described topologies)"
             ),
             Self::Spawn { worker, source } => {
@@ -133,7 +134,8 @@ impl From<NumaError> for ThreadPoolBuildError {
 /// Configures and builds a [`ThreadPool`] (or the global pool). Same names,
 /// bounds and defaults as `rayon_core::ThreadPoolBuilder`, plus
 /// [`topology`](Self::topology), [`policy`](Self::policy),
-/// [`pin`](Self::pin), [`distribution`](Self::distribution),
+/// [`pin`](Self::pin), [`pinning`](Self::pinning),
+/// [`distribution`](Self::distribution),
 /// [`deque_order`](Self::deque_order) and
 /// [`push_threshold`](Self::push_threshold).
 ///
@@ -142,8 +144,9 @@ impl From<NumaError> for ThreadPoolBuildError {
 /// [`topology`](Self::topology)), one worker per allowed processing unit
 /// within the process's cgroup CPU quota (`TERROIR_NUM_THREADS`, else
 /// `RAYON_NUM_THREADS`, overrides), the [`Policy::Locality`] policy
-/// (`TERROIR_POLICY` overrides), workers pinned to their PU when the
-/// topology is this machine's (`TERROIR_PIN=0|1` overrides).
+/// (`TERROIR_POLICY` overrides), workers pinned when the topology is this
+/// machine's, each to the processing units that share its PU's L3 cache
+/// ([`Pinning::Cache`]; `TERROIR_PIN=0|1|pu|cache|node` overrides).
 ///
 /// The type parameter is the spawn handler: the default one starts each
 /// worker on a thread of its own; [`spawn_handler`](Self::spawn_handler)
@@ -333,7 +336,7 @@ impl<S> ThreadPoolBuilder<S> {
     /// What a handler may change: the thread itself (its name, stack size,
     /// thread-locals and anything else set up on it before `run`), and
     /// what it does after `run` returns. What it may not: where the worker
-    /// runs. `run` pins the thread to the worker's processing unit when
+    /// runs. `run` pins the thread to the worker's CPUs ([`Pinning`]) when
     /// the pool pins (and gives the thread its previous affinity back when
     /// it returns), and the worker's node is the node of that unit, as for
     /// any other worker: places, node queues and statistics rely on it.
@@ -386,12 +389,34 @@ impl<S> ThreadPoolBuilder<S> {
         self
     }
 
-    /// Whether to pin each worker to its processing unit. Default: pinned
-    /// when the topology is this machine's (`TERROIR_PIN=0` or `1`
-    /// overrides the default). Pinning a described topology's CPUs fails
-    /// with [`ThreadPoolBuildError::Pin`] when they do not exist.
+    /// Whether to pin the workers (to the CPUs [`pinning`](Self::pinning)
+    /// says, by default [`Pinning::Cache`]). Default: pinned when the
+    /// topology is this machine's (`TERROIR_PIN=0` or `1` overrides the
+    /// default; `pu`, `cache` or `node` pins at that granularity).
+    /// Pinning a described topology's CPUs fails with
+    /// [`ThreadPoolBuildError::Pin`] when they do not exist.
     pub fn pin(mut self, pin: bool) -> Self {
         self.settings.pin = Some(pin);
+        self
+    }
+
+    /// Pins the workers, each to the CPUs `pinning` names (see
+    /// [`Pinning`]); `TERROIR_PIN` does not override it.
+    ///
+    /// ```
+    /// use terroir::{Pinning, ThreadPoolBuilder};
+    /// let pool = ThreadPoolBuilder::new()
+    ///     .num_threads(1)
+    ///     .pinning(Pinning::Pu)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(pool.pinning(), Some(Pinning::Pu));
+    /// let cpu = pool.worker_cpu(0).unwrap();
+    /// assert_eq!(pool.worker_cpus(0).unwrap().iter().collect::<Vec<_>>(), [cpu]);
+    /// ```
+    pub fn pinning(mut self, pinning: Pinning) -> Self {
+        self.settings.pin = Some(true);
+        self.settings.pinning = Some(pinning);
         self
     }
 
@@ -451,6 +476,44 @@ impl<S: ThreadSpawn> ThreadPoolBuilder<S> {
 impl<S> fmt::Debug for ThreadPoolBuilder<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.settings.fmt(f)
+    }
+}
+
+/// The CPUs a pinned worker may run on. Each worker has a seat, one
+/// processing unit (PU) of its node ([`ThreadPool::worker_cpu`]); pinning
+/// binds it to that PU alone, or to the PUs around it, among which the
+/// operating system moves it as it balances load. The worker's node never
+/// changes: places, first touch and the locality statistics hold at every
+/// granularity.
+///
+/// [`ThreadPool::worker_cpu`]: crate::ThreadPool::worker_cpu
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Pinning {
+    /// Its PU alone (OpenMP's `OMP_PLACES=threads`). A thread outside the
+    /// pool that runs on that PU (the program's main thread, calling into
+    /// the pool) competes with the worker there, which cannot move away:
+    /// measured on a 2-CPU machine, calls into the pool from outside took
+    /// 1.5 times as long on average as with [`Cache`](Self::Cache).
+    Pu,
+    /// The PUs that share its PU's last-level (L3) cache, within its node
+    /// (OpenMP's `ll_caches`): the default. A worker keeps its cache and
+    /// its node, and the operating system can still move it off a PU that
+    /// another thread needs.
+    #[default]
+    Cache,
+    /// Every PU of its node (OpenMP's `numa_domains`).
+    Node,
+}
+
+impl Pinning {
+    /// The name `TERROIR_PIN` takes for it: `pu`, `cache` or `node`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pinning::Pu => "pu",
+            Pinning::Cache => "cache",
+            Pinning::Node => "node",
+        }
     }
 }
 

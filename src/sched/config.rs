@@ -6,7 +6,7 @@
 use std::fmt;
 
 use super::builder::{
-    DequeOrder, PanicHandler, ThreadHandler, ThreadPoolBuildError, DEFAULT_PUSH_THRESHOLD,
+    DequeOrder, PanicHandler, Pinning, ThreadHandler, ThreadPoolBuildError, DEFAULT_PUSH_THRESHOLD,
 };
 use super::policy::{ParsePolicyError, Policy};
 use super::route::Distribution;
@@ -28,6 +28,7 @@ pub(crate) struct Settings {
     pub(crate) topology: Option<Topology>,
     pub(crate) policy: Option<Policy>,
     pub(crate) pin: Option<bool>,
+    pub(crate) pinning: Option<Pinning>,
     pub(crate) panic_handler: Option<Box<PanicHandler>>,
     pub(crate) start_handler: Option<Box<ThreadHandler>>,
     pub(crate) exit_handler: Option<Box<ThreadHandler>>,
@@ -45,6 +46,8 @@ pub(crate) struct Config {
     pub(crate) topology: Topology,
     pub(crate) policy: Policy,
     pub(crate) pin: bool,
+    /// The CPUs of each pinned worker (when `pin`).
+    pub(crate) pinning: Pinning,
     pub(crate) panic_handler: Option<Box<PanicHandler>>,
     pub(crate) start_handler: Option<Box<ThreadHandler>>,
     pub(crate) exit_handler: Option<Box<ThreadHandler>>,
@@ -144,15 +147,33 @@ impl Settings {
                 .map_err(|e: ParsePolicyError| invalid("TERROIR_POLICY", &v, e.to_string()))?,
             (None, None) => Policy::default(),
         };
-        let pin = match (self.pin, env("TERROIR_PIN")) {
+        // TERROIR_PIN: whether to pin (0, 1) or how (pu, cache, node).
+        let from_env = match env("TERROIR_PIN") {
+            None => None,
+            Some(v) => Some(match v.trim() {
+                "1" => (true, None),
+                "0" => (false, None),
+                "pu" => (true, Some(Pinning::Pu)),
+                "cache" => (true, Some(Pinning::Cache)),
+                "node" => (true, Some(Pinning::Node)),
+                _ => {
+                    return Err(invalid(
+                        "TERROIR_PIN",
+                        &v,
+                        "expected 0, 1, pu, cache or node".into(),
+                    ))
+                }
+            }),
+        };
+        let pin = match (self.pin, from_env) {
             (Some(p), _) => p,
-            (None, Some(v)) => match v.trim() {
-                "1" => true,
-                "0" => false,
-                _ => return Err(invalid("TERROIR_PIN", &v, "expected 0 or 1".into())),
-            },
+            (None, Some((p, _))) => p,
             (None, None) => topology.is_this_machine(),
         };
+        let pinning = self
+            .pinning
+            .or(from_env.and_then(|(_, how)| how))
+            .unwrap_or_default();
         Ok(Config {
             num_threads,
             use_current_thread: self.use_current_thread,
@@ -161,6 +182,7 @@ impl Settings {
             topology,
             policy,
             pin,
+            pinning,
             panic_handler: self.panic_handler,
             start_handler: self.start_handler,
             exit_handler: self.exit_handler,
@@ -179,6 +201,7 @@ impl fmt::Debug for Settings {
             .field("stack_size", &self.stack_size)
             .field("policy", &self.policy)
             .field("pin", &self.pin)
+            .field("pinning", &self.pinning)
             .field("topology", &self.topology.as_ref().map(|t| t.source()))
             .finish_non_exhaustive()
     }

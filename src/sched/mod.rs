@@ -48,7 +48,9 @@ mod unwind;
 mod worker;
 
 pub use broadcast::{broadcast, spawn_broadcast, BroadcastContext};
-pub use builder::{DequeOrder, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD};
+pub use builder::{
+    DequeOrder, Pinning, ThreadPoolBuildError, ThreadPoolBuilder, DEFAULT_PUSH_THRESHOLD,
+};
 pub use external::ExternalEvent;
 pub use group::{TaskGroup, WouldDeadlock};
 pub use join::{join, join_context, FnContext};

@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use crossbeam_deque::{Injector, Worker};
 use crossbeam_utils::CachePadded;
 
-use super::builder::{DequeOrder, PanicHandler, ThreadHandler, ThreadPoolBuildError};
+use super::builder::{DequeOrder, PanicHandler, Pinning, ThreadHandler, ThreadPoolBuildError};
 use super::config::{Config, Settings};
 use super::job::{HeapJob, JobRef, StackJob};
 use super::latch::{LockLatch, WorkerLatch};
@@ -24,7 +24,7 @@ use super::stats::WorkerStats;
 use super::thread_builder::{DefaultSpawn, ThreadBuilder, ThreadSpawn};
 use super::unwind::{abort_with, halt_unwinding, AbortOnUnwind, PanicHandlerReturns};
 use super::worker::{WorkerInfo, WorkerThread};
-use crate::numa::{self, Topology};
+use crate::numa::{self, CpuSet, Topology};
 
 /// A pool's shared state.
 pub(crate) struct Registry {
@@ -81,6 +81,8 @@ pub(crate) struct Registry {
     /// `broadcast.rs`).
     pub(super) broadcast_lock: Mutex<()>,
     pub(super) pinned: bool,
+    /// The CPUs of each worker, when pinned.
+    pub(super) pinning: Pinning,
     pub(super) recorder: PoolRecorder,
     /// A word the C API tags its pools with (their handles), so that it
     /// knows the pool of the calling worker without a lookup; 0: untagged.
@@ -259,12 +261,34 @@ impl Registry {
                 DequeOrder::Fifo => Worker::new_fifo(),
             })
             .collect();
+        // What each worker is pinned to: its PU, or its PU's cache group or
+        // node among the CPUs this process may use (when none of those is,
+        // its PU alone, whose pinning then fails naming it).
+        let allowed = numa::allowed_cpus().ok();
+        let pin_set = |p: usize| -> Option<CpuSet> {
+            if !config.pin {
+                return None;
+            }
+            let pu = &topo.pus()[p];
+            let own = CpuSet::from_iter([pu.os_index()]);
+            let around = match config.pinning {
+                Pinning::Pu => return Some(own),
+                Pinning::Cache => topo.l3_groups()[pu.l3_group_index()].cpus(),
+                Pinning::Node => topo.nodes()[pu.node_index()].cpus(),
+            };
+            let usable = match &allowed {
+                Some(a) => around.intersection(a),
+                None => around.clone(),
+            };
+            Some(if usable.is_empty() { own } else { usable })
+        };
         let workers = deques
             .iter()
             .zip(&pus)
             .zip(&seats)
             .map(|((d, &p), &seat)| {
                 CachePadded::new(WorkerInfo {
+                    pinned_to: pin_set(p),
                     stealer: d.stealer(),
                     request: AtomicBool::new(false),
                     busy: AtomicBool::new(false),
@@ -352,6 +376,7 @@ impl Registry {
             exit_handler: config.exit_handler,
             broadcast_lock: Mutex::new(()),
             pinned: config.pin,
+            pinning: config.pinning,
             recorder: PoolRecorder::new(),
             tag: AtomicUsize::new(0),
             topology: topo,
@@ -380,6 +405,18 @@ impl Registry {
     /// OS CPU number of worker `w`'s PU.
     pub(crate) fn worker_cpu(&self, w: usize) -> u32 {
         self.workers[w].cpu
+    }
+
+    /// How the workers are pinned, when they are.
+    pub(crate) fn pinning(&self) -> Option<Pinning> {
+        self.pinned.then_some(self.pinning)
+    }
+
+    /// The CPUs worker `w` is pinned to (its PU, or those of its PU's L3
+    /// group or node that the process may use, as the pool pins), or
+    /// `None` when the pool does not pin.
+    pub(crate) fn worker_cpus(&self, w: usize) -> Option<&CpuSet> {
+        self.workers[w].pinned_to.as_ref()
     }
 
     /// Node index of worker `w`.
@@ -418,7 +455,8 @@ impl Registry {
         let cpus = self
             .workers
             .iter()
-            .map(|w| self.pinned.then_some(w.cpu))
+            // A worker's CPU is known only when it is pinned to it alone.
+            .map(|w| (self.pinning() == Some(Pinning::Pu)).then_some(w.cpu))
             .collect();
         (slots, (self.policy, nodes, worker_nodes, cpus))
     }

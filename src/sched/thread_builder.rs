@@ -14,7 +14,7 @@ use super::builder::ThreadPoolBuildError;
 use super::job::JobRef;
 use super::registry::Registry;
 use super::worker::WorkerThread;
-use crate::numa::{self, CpuSet};
+use crate::numa;
 
 /// What a worker reports to the thread building its pool once it has
 /// pinned itself: its index, or why it could not start.
@@ -51,7 +51,7 @@ impl ThreadBuilder {
     }
 
     /// Runs the worker on the calling thread until the pool is dropped and
-    /// its work is done: pins the thread to the worker's processing unit
+    /// its work is done: pins the thread to the worker's CPUs ([`Pinning`](crate::Pinning))
     /// (when the pool pins; the thread's previous affinity is restored
     /// before this returns), calls the start handler, runs jobs, calls the
     /// exit handler. Afterwards the thread is no longer a worker
@@ -70,10 +70,9 @@ impl ThreadBuilder {
         } else {
             None
         };
-        let pinned = if registry.is_pinned() {
-            numa::bind_current_thread(&CpuSet::from_iter([cpu]))
-        } else {
-            Ok(())
+        let pinned = match registry.worker_cpus(index) {
+            Some(cpus) => numa::bind_current_thread(cpus),
+            None => Ok(()),
         };
         let ok = pinned.is_ok();
         if ok && registry.is_pinned() {

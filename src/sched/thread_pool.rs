@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::broadcast::BroadcastContext;
+use super::builder::Pinning;
 use super::place::{Place, PlaceError, PlaceKind};
 use super::policy::Policy;
 use super::record::{RecordError, RecordOptions, Recording};
@@ -12,7 +13,7 @@ use super::scope::{in_place_scope_in, scope, Scope};
 use super::scope_fifo::{in_place_scope_fifo_in, scope_fifo, ScopeFifo};
 use super::stats::PoolStats;
 use super::worker::WorkerThread;
-use crate::numa::Topology;
+use crate::numa::{CpuSet, Topology};
 
 /// A pool of worker threads, one per processing unit, grouped by L3 cache
 /// and NUMA node. Dropping the pool lets its workers finish queued work and
@@ -446,15 +447,42 @@ impl ThreadPool {
         self.registry.policy()
     }
 
-    /// Whether workers are pinned to their processing units.
+    /// Whether the workers are pinned (see [`pinning`](Self::pinning)).
     pub fn is_pinned(&self) -> bool {
         self.registry.is_pinned()
     }
 
-    /// The OS CPU number of worker `index`'s processing unit, or `None` for
-    /// an index out of range.
+    /// How the workers are pinned, or `None` when they are not.
+    pub fn pinning(&self) -> Option<Pinning> {
+        self.registry.pinning()
+    }
+
+    /// The OS CPU number of worker `index`'s processing unit (its seat: the
+    /// CPU it is pinned to under [`Pinning::Pu`], the one whose cache or
+    /// node it is pinned to otherwise), or `None` for an index out of
+    /// range.
     pub fn worker_cpu(&self, index: usize) -> Option<u32> {
         (index < self.registry.num_threads()).then(|| self.registry.worker_cpu(index))
+    }
+
+    /// The CPUs worker `index` is pinned to (those of its cache group or
+    /// node that the process may use), or `None` when the pool does not
+    /// pin or the index is out of range. (A calling thread adopted as
+    /// worker 0 by
+    /// [`use_current_thread`](crate::ThreadPoolBuilder::use_current_thread)
+    /// keeps its own affinity.)
+    ///
+    /// ```
+    /// use terroir::{Pinning, ThreadPoolBuilder};
+    /// let pool = ThreadPoolBuilder::new().num_threads(1).pinning(Pinning::Node).build().unwrap();
+    /// let node = &pool.topology().nodes()[pool.worker_node_index(0).unwrap()];
+    /// assert_eq!(pool.worker_cpus(0).as_ref(), Some(node.cpus()));
+    /// ```
+    pub fn worker_cpus(&self, index: usize) -> Option<CpuSet> {
+        if index >= self.registry.num_threads() {
+            return None;
+        }
+        self.registry.worker_cpus(index).cloned()
     }
 
     /// The node (index into [`Topology::nodes`]) of worker `index`, or

@@ -17,6 +17,7 @@ use super::registry::Registry;
 use super::stats::{bump, WorkerStats};
 use super::thread_pool::Yield;
 use super::unwind::{AbortOnUnwind, WorkerLoopRuns};
+use crate::numa::CpuSet;
 
 /// What other threads may touch of a worker.
 pub(crate) struct WorkerInfo {
@@ -34,6 +35,8 @@ pub(crate) struct WorkerInfo {
     pub(super) job_seq: AtomicU64,
     pub(super) seat: Seat,
     pub(super) cpu: u32,
+    /// The CPUs it is pinned to, when the pool pins (`Registry::create`).
+    pub(super) pinned_to: Option<CpuSet>,
     /// Placed tasks for this worker: other workers of its node may take
     /// them, other nodes' workers as [`Registry::hint_for_thief`] says.
     pub(super) hint_inbox: Injector<JobRef>,
