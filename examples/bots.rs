@@ -156,10 +156,14 @@ fn best_of(w: &dyn Workload, runs: usize, want: u64, run: impl Fn() -> u64) -> (
 }
 
 fn report(w: &dyn Workload, pool: &ThreadPool, order: DequeOrder, dir: &str) -> Result<(), String> {
-    let one = ThreadPoolBuilder::new()
+    // Pinned as `pool` is (whether, and how).
+    let one = match pool.pinning() {
+        Some(pinning) => ThreadPoolBuilder::new().pinning(pinning),
+        None => ThreadPoolBuilder::new().pin(false),
+    };
+    let one = one
         .topology(pool.topology().clone())
         .policy(pool.policy())
-        .pin(pool.is_pinned())
         .deque_order(order)
         .num_threads(1)
         .build()

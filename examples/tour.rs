@@ -261,13 +261,13 @@ fn main() {
             .unwrap_or_else(|e| fail(format_args!("cannot build the {runner} pool: {e}")));
         let n = pool.current_num_threads();
         let cpus: Vec<String> = (0..n)
-            .filter_map(|i| pool.worker_cpu(i))
+            .filter_map(|i| pool.worker_cpus(i))
             .map(|c| c.to_string())
             .collect();
         println!(
             "{runner} pool: {n} threads, pinned: {} (worker CPUs {})",
-            if pool.is_pinned() { "yes" } else { "no" },
-            cpus.join(",")
+            pool.pinning().map_or("no", |p| p.name()),
+            cpus.join(" ")
         );
         let fib_t = best_of(&format!("{runner} fib"), fib_expected, || {
             pool.install(|| fib::<Terroir>(std::hint::black_box(fib_n)))

@@ -128,6 +128,16 @@ fn environment_overrides_and_errors() {
     ] {
         std::env::set_var("TERROIR_PIN", value);
         assert_eq!(here().pinning(), Some(pinning), "TERROIR_PIN={value}");
+        let asked = ThreadPoolBuilder::new()
+            .num_threads(1)
+            .pin(true)
+            .build()
+            .unwrap();
+        assert_eq!(
+            asked.pinning(),
+            Some(pinning),
+            "pin(true) pins as TERROIR_PIN={value} says"
+        );
         let explicit = ThreadPoolBuilder::new()
             .num_threads(1)
             .pinning(Pinning::Pu)

@@ -620,7 +620,9 @@ fn workers_are_pinned_at_the_granularity_asked() {
         .pin(true)
         .build()
         .unwrap();
-    assert_eq!(default.pinning(), Some(Pinning::Cache));
+    if std::env::var_os("TERROIR_PIN").is_none() {
+        assert_eq!(default.pinning(), Some(Pinning::Cache));
+    }
     for (pinning, name) in [
         (Pinning::Pu, "pu"),
         (Pinning::Cache, "cache"),
@@ -673,4 +675,60 @@ fn workers_are_pinned_at_the_granularity_asked() {
         .build()
         .unwrap();
     assert_eq!((unpinned.pinning(), unpinned.worker_cpus(0)), (None, None));
+}
+
+/// Cache-group and node pinning differ where a node has several cache
+/// groups: a described node of two one-PU groups over CPUs 0 and 1.
+#[test]
+fn cache_pinning_keeps_a_worker_in_its_group_and_node_pinning_in_its_node() {
+    use terroir::Pinning;
+    let allowed = terroir::numa::allowed_cpus().unwrap();
+    if !(allowed.contains(0) && allowed.contains(1)) {
+        eprintln!("CPUs 0 and 1 are not both usable here: nothing to compare");
+        return;
+    }
+    let topo = Topology::builder()
+        .nodes(1)
+        .l3_per_node(2)
+        .pus_per_l3(1)
+        .build()
+        .unwrap();
+    for (pinning, expect_own) in [(Pinning::Cache, true), (Pinning::Node, false)] {
+        let pool = ThreadPoolBuilder::new()
+            .topology(topo.clone())
+            .pinning(pinning)
+            .build()
+            .unwrap();
+        let mut seen = pool.broadcast(|ctx| (ctx.index(), terroir::numa::allowed_cpus().unwrap()));
+        seen.sort_by_key(|(i, _)| *i);
+        assert_eq!(seen.len(), 2);
+        for (i, bound) in seen {
+            let cpu = pool.worker_cpu(i).unwrap();
+            let expected: Vec<u32> = if expect_own { vec![cpu] } else { vec![0, 1] };
+            assert_eq!(
+                bound.iter().collect::<Vec<_>>(),
+                expected,
+                "{pinning:?}, worker {i}"
+            );
+            assert_eq!(pool.worker_cpus(i), Some(bound), "{pinning:?}, worker {i}");
+        }
+    }
+}
+
+/// A calling thread adopted as worker 0 keeps its affinity, and the pool
+/// says so.
+#[test]
+fn an_adopted_calling_thread_is_not_reported_pinned() {
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(2)
+        .use_current_thread()
+        .pin(true)
+        .build()
+        .unwrap();
+    assert_eq!(
+        pool.worker_cpus(0),
+        None,
+        "worker 0 is this thread, never pinned"
+    );
+    assert!(pool.worker_cpus(1).is_some());
 }

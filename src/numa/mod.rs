@@ -51,6 +51,10 @@ pub fn allowed_cpus() -> Result<CpuSet, NumaError> {
     sys::allowed_cpus()
 }
 
+/// The CPU numbers [`bind_current_thread`] can bind to: those below this
+/// (`CPU_SETSIZE`, the capacity of the kernel interface's fixed-size set).
+pub const MAX_BIND_CPUS: usize = libc::CPU_SETSIZE as usize;
+
 /// Binds the calling thread to `cpus` (`sched_setaffinity`).
 ///
 /// # Errors

@@ -501,7 +501,7 @@ fn run_name(runs: &[Run], k: usize) -> String {
 fn placement_words(runs: &[BaselineRun], per_node: bool) -> String {
     let one = |r: &BaselineRun| match r.cpu {
         Some(c) => format!("node {} (CPU {c}, pinned)", r.node),
-        None => format!("node {} (not pinned)", r.node),
+        None => format!("node {} (not bound to one CPU)", r.node),
     };
     if per_node {
         let all: Vec<String> = runs.iter().map(one).collect();

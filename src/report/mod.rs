@@ -250,7 +250,7 @@ pub struct PartRow {
     pub worker: Option<usize>,
     /// The node's OS number.
     pub node: u32,
-    /// The worker's CPU, when pinned.
+    /// The worker's CPU, when it is bound to that CPU alone.
     pub cpu: Option<u32>,
     /// Workers in it.
     pub workers: usize,
@@ -300,7 +300,7 @@ pub struct StealCount {
 pub struct BaselineRun {
     /// Its worker's node (OS number).
     pub node: u32,
-    /// Its worker's CPU, when pinned.
+    /// Its worker's CPU, when it is bound to that CPU alone.
     pub cpu: Option<u32>,
     /// Its window, ns.
     pub window_ns: u64,

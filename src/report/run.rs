@@ -148,7 +148,8 @@ pub struct Run {
     pub nodes: Vec<u32>,
     /// Each worker's node's OS number.
     pub worker_nodes: Vec<u32>,
-    /// Each worker's CPU, when pinned.
+    /// Each worker's CPU, when its thread is bound to that CPU alone
+    /// ([`Pinning::Pu`](crate::Pinning::Pu)).
     pub worker_cpus: Vec<Option<u32>>,
     /// Length of the recording, ns.
     pub wall_ns: u64,

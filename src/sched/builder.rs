@@ -401,7 +401,9 @@ impl<S> ThreadPoolBuilder<S> {
     }
 
     /// Pins the workers, each to the CPUs `pinning` names (see
-    /// [`Pinning`]); `TERROIR_PIN` does not override it.
+    /// [`Pinning`]); `TERROIR_PIN` does not override it. Like
+    /// [`pin(true)`](Self::pin), it undoes an earlier `pin(false)` (the
+    /// last call wins).
     ///
     /// ```
     /// use terroir::{Pinning, ThreadPoolBuilder};

@@ -81,7 +81,7 @@ pub(crate) struct Registry {
     /// `broadcast.rs`).
     pub(super) broadcast_lock: Mutex<()>,
     pub(super) pinned: bool,
-    /// The CPUs of each worker, when pinned.
+    /// How each worker is pinned, when the pool pins.
     pub(super) pinning: Pinning,
     pub(super) recorder: PoolRecorder,
     /// A word the C API tags its pools with (their handles), so that it
@@ -261,34 +261,13 @@ impl Registry {
                 DequeOrder::Fifo => Worker::new_fifo(),
             })
             .collect();
-        // What each worker is pinned to: its PU, or its PU's cache group or
-        // node among the CPUs this process may use (when none of those is,
-        // its PU alone, whose pinning then fails naming it).
-        let allowed = numa::allowed_cpus().ok();
-        let pin_set = |p: usize| -> Option<CpuSet> {
-            if !config.pin {
-                return None;
-            }
-            let pu = &topo.pus()[p];
-            let own = CpuSet::from_iter([pu.os_index()]);
-            let around = match config.pinning {
-                Pinning::Pu => return Some(own),
-                Pinning::Cache => topo.l3_groups()[pu.l3_group_index()].cpus(),
-                Pinning::Node => topo.nodes()[pu.node_index()].cpus(),
-            };
-            let usable = match &allowed {
-                Some(a) => around.intersection(a),
-                None => around.clone(),
-            };
-            Some(if usable.is_empty() { own } else { usable })
-        };
         let workers = deques
             .iter()
             .zip(&pus)
             .zip(&seats)
             .map(|((d, &p), &seat)| {
                 CachePadded::new(WorkerInfo {
-                    pinned_to: pin_set(p),
+                    pinned_to: OnceLock::new(),
                     stealer: d.stealer(),
                     request: AtomicBool::new(false),
                     busy: AtomicBool::new(false),
@@ -412,11 +391,28 @@ impl Registry {
         self.pinned.then_some(self.pinning)
     }
 
-    /// The CPUs worker `w` is pinned to (its PU, or those of its PU's L3
-    /// group or node that the process may use, as the pool pins), or
-    /// `None` when the pool does not pin.
+    /// The CPUs worker `w` is to be pinned to, or `None` when the pool
+    /// does not pin: its PU, or every CPU of its PU's L3 group or node
+    /// (those the process may not use are left to the kernel, which binds
+    /// the thread to the rest).
+    pub(crate) fn pin_target(&self, w: usize) -> Option<CpuSet> {
+        let info = &self.workers[w];
+        Some(match self.pinning()? {
+            Pinning::Pu => CpuSet::from_iter([info.cpu]),
+            Pinning::Cache => self.topology.l3_groups()[info.seat.group].cpus().clone(),
+            Pinning::Node => self.topology.nodes()[info.seat.node].cpus().clone(),
+        })
+    }
+
+    /// Records the CPUs worker `w`'s thread is bound to, once it pinned
+    /// itself.
+    pub(crate) fn set_worker_cpus(&self, w: usize, cpus: CpuSet) {
+        let _ = self.workers[w].pinned_to.set(cpus);
+    }
+
+    /// The CPUs worker `w`'s thread is bound to, when the pool pinned it.
     pub(crate) fn worker_cpus(&self, w: usize) -> Option<&CpuSet> {
-        self.workers[w].pinned_to.as_ref()
+        self.workers[w].pinned_to.get()
     }
 
     /// Node index of worker `w`.
@@ -452,11 +448,13 @@ impl Registry {
         let slots = self.workers.iter().map(|w| &w.rec).collect();
         let nodes = self.topology.nodes().iter().map(|n| n.id()).collect();
         let worker_nodes = self.workers.iter().map(|w| w.seat.node).collect();
-        let cpus = self
-            .workers
-            .iter()
-            // A worker's CPU is known only when it is pinned to it alone.
-            .map(|w| (self.pinning() == Some(Pinning::Pu)).then_some(w.cpu))
+        // A worker's CPU is known only when it is bound to it alone.
+        let cpus = (0..self.workers.len())
+            .map(|w| {
+                self.worker_cpus(w)
+                    .filter(|set| set.len() == 1)
+                    .and_then(|set| set.iter().next())
+            })
             .collect();
         (slots, (self.policy, nodes, worker_nodes, cpus))
     }

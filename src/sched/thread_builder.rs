@@ -14,7 +14,7 @@ use super::builder::ThreadPoolBuildError;
 use super::job::JobRef;
 use super::registry::Registry;
 use super::worker::WorkerThread;
-use crate::numa;
+use crate::numa::{self, CpuSet};
 
 /// What a worker reports to the thread building its pool once it has
 /// pinned itself: its index, or why it could not start.
@@ -70,8 +70,22 @@ impl ThreadBuilder {
         } else {
             None
         };
-        let pinned = match registry.worker_cpus(index) {
-            Some(cpus) => numa::bind_current_thread(cpus),
+        let pinned = match registry.pin_target(index) {
+            // Its own PU first, so that a PU this machine lacks fails
+            // naming it; then the CPUs around it (the kernel keeps those
+            // that exist and the process may use).
+            Some(target) => numa::bind_current_thread(&CpuSet::from_iter([cpu])).and_then(|()| {
+                let around: CpuSet = target
+                    .iter()
+                    .filter(|&c| (c as usize) < numa::MAX_BIND_CPUS)
+                    .collect();
+                if around.len() > 1 {
+                    numa::bind_current_thread(&around)?;
+                }
+                let bound = numa::allowed_cpus().unwrap_or(around);
+                registry.set_worker_cpus(index, bound);
+                Ok(())
+            }),
             None => Ok(()),
         };
         let ok = pinned.is_ok();

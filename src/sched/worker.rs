@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
@@ -35,8 +35,10 @@ pub(crate) struct WorkerInfo {
     pub(super) job_seq: AtomicU64,
     pub(super) seat: Seat,
     pub(super) cpu: u32,
-    /// The CPUs it is pinned to, when the pool pins (`Registry::create`).
-    pub(super) pinned_to: Option<CpuSet>,
+    /// The CPUs it runs on, once its thread pinned itself (the pool pins,
+    /// and this is not a calling thread adopted as worker 0): set by
+    /// `ThreadBuilder::run` before the pool's `build` returns.
+    pub(super) pinned_to: OnceLock<CpuSet>,
     /// Placed tasks for this worker: other workers of its node may take
     /// them, other nodes' workers as [`Registry::hint_for_thief`] says.
     pub(super) hint_inbox: Injector<JobRef>,

@@ -83,6 +83,11 @@ where
         max_len: hints.max_len.max(1),
         options,
     };
+    if WorkerThread::current().is_none() && never_splits(&piece, &hints) {
+        // As rayon's: a loop that cannot split runs on the calling thread,
+        // without a round trip through the pool.
+        return run_here(piece, &consumer, hints.min_len);
+    }
     in_worker(move |wt| {
         let tick = clock::ticks_per_us();
         let lp = Loop {
@@ -99,6 +104,45 @@ where
             _ => run_adaptive(wt, piece, &lp, options),
         }
     })
+}
+
+/// Whether an adaptive run of `piece` could never split (and so never
+/// use another worker): fewer than two `with_min_len`s of units (after a
+/// first batch of `with_min_len` units the rest is too short to halve),
+/// no `with_max_len` leaves, not a static schedule, no placed data.
+fn never_splits<P: Piece>(piece: &P, hints: &Hints) -> bool {
+    if hints.max_len != usize::MAX
+        || matches!(hints.options.schedule, Some(Schedule::Static))
+        || piece.units() >= hints.min_len.saturating_mul(2)
+    {
+        return false;
+    }
+    let mut layout = Vec::new();
+    piece.layout(&mut layout);
+    layout.is_empty()
+}
+
+/// Runs a piece that [`never_splits`] on the calling thread, in the
+/// batches an adaptive run would make: `with_min_len` units, then the
+/// rest.
+fn run_here<P, C>(mut piece: P, consumer: &C, min_len: usize) -> C::Result
+where
+    P: Piece,
+    C: Consumer<P::Item>,
+{
+    let mut folder = consumer.folder();
+    let mut pos = 0usize;
+    let mut batch = min_len;
+    loop {
+        let left = piece.units();
+        if left == 0 || folder.full() || consumer.stop(pos, pos.saturating_add(left)) {
+            return folder.complete();
+        }
+        let n = batch.min(left);
+        folder = folder.consume(pos, piece.front(n));
+        pos = pos.saturating_add(n);
+        batch = usize::MAX;
+    }
 }
 
 /// One part of a placed or static loop: units from `start` (to the next

@@ -215,7 +215,8 @@ pub struct Recording {
     pub nodes: Vec<NodeId>,
     /// Each worker's node index.
     pub worker_nodes: Vec<usize>,
-    /// Each worker's CPU, when the workers are pinned.
+    /// Each worker's CPU, when its thread is bound to that CPU alone
+    /// ([`Pinning::Pu`](crate::Pinning::Pu)).
     pub worker_cpus: Vec<Option<u32>>,
     /// Wall-clock length of the recording.
     pub wall_ns: u64,

@@ -5,7 +5,7 @@ use super::cpu::CpuStart;
 use super::*;
 
 /// What a [`Recording`] says of its pool: policy, nodes (by index), each
-/// worker's node index and CPU (when pinned).
+/// worker's node index and CPU (when bound to that CPU alone).
 pub(crate) type PoolMeta = (Policy, Vec<NodeId>, Vec<usize>, Vec<Option<u32>>);
 
 /// Who owns a pool's recording.
