@@ -393,3 +393,69 @@ fn strict_loops_under_flat_and_hierarchical_do_not_wait_for_their_nodes() {
         "a strict loop waited for node 1's blocked workers (30 s) under {failed:?}"
     );
 }
+
+/// From outside every pool, a loop that can never split runs on the
+/// calling thread (as rayon's does: no round trip through the pool); one
+/// that can split, or has `with_max_len` leaves or a static schedule, runs
+/// on the pool.
+#[test]
+fn a_loop_that_cannot_split_runs_on_the_calling_thread() {
+    use terroir::current_thread_index as index;
+    assert_eq!(index(), None, "the test runs outside every pool");
+    let v = vec![1u64; 1000];
+    let on = |f: &dyn Fn() -> Vec<Option<usize>>| {
+        let mut seen = f();
+        seen.sort();
+        seen.dedup();
+        seen
+    };
+    // Never split: all on this thread.
+    let never: [&dyn Fn() -> Vec<Option<usize>>; 4] = [
+        &|| {
+            v.par_iter()
+                .with_min_len(usize::MAX)
+                .map(|_| index())
+                .collect()
+        },
+        &|| (0..1).into_par_iter().map(|_| index()).collect(),
+        &|| v.par_iter().with_min_len(600).map(|_| index()).collect(),
+        &|| Some(5).into_par_iter().map(|_| index()).collect(),
+    ];
+    for (k, f) in never.iter().enumerate() {
+        assert_eq!(on(*f), [None], "loop {k} left the calling thread");
+    }
+    assert_eq!(
+        v.par_iter().with_min_len(usize::MAX).sum::<u64>(),
+        1000,
+        "the result is the loop's"
+    );
+    // May split, or splits by design: on the pool.
+    let pool: [&dyn Fn() -> Vec<Option<usize>>; 3] = [
+        &|| v.par_iter().with_min_len(500).map(|_| index()).collect(),
+        &|| {
+            (0..1)
+                .into_par_iter()
+                .with_max_len(1)
+                .map(|_| index())
+                .collect()
+        },
+        &|| {
+            (0..1)
+                .into_par_iter()
+                .schedule(Schedule::Static)
+                .map(|_| index())
+                .collect()
+        },
+    ];
+    for (k, f) in pool.iter().enumerate() {
+        assert!(
+            on(*f).iter().all(Option::is_some),
+            "loop {k} ran off the pool"
+        );
+    }
+    // A panic on the calling thread reaches the caller as from the pool.
+    let caught = std::panic::catch_unwind(|| {
+        (0..1).into_par_iter().for_each(|_| panic!("inline"));
+    });
+    assert!(caught.is_err());
+}
