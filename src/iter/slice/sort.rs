@@ -1,8 +1,12 @@
 //! Parallel sorts on `join`: the stable one sorts the two halves in
 //! parallel and merges them with the standard library's stable sort (which
 //! finds the two sorted runs and merges them in one pass); the unstable one
-//! splits at the median (`select_nth_unstable_by`) and sorts both sides in
-//! parallel.
+//! is a quicksort: a pivot (the median of three), one three-way partition
+//! pass (less, equal, greater), both outer parts sorted in parallel, the
+//! standard library's unstable sort below [`SEQUENTIAL`] elements or
+//! beyond a depth of twice the length's logarithm (so never quadratic).
+//! Both first look for a slice already in order, or in strictly reverse
+//! order (one pass; reversed in place), as rayon's sorts notice such runs.
 //!
 //! A comparator that is not a total order (rayon's tests sort with a
 //! random one) does not make them panic: as in rayon, the elements are
@@ -27,18 +31,54 @@ where
     T: Send,
     F: Fn(&T, &T) -> Ordering + Sync,
 {
+    if v.len() > SEQUENTIAL && presorted(v, cmp) {
+        return;
+    }
+    stable_parts(v, cmp);
+}
+
+fn stable_parts<T, F>(v: &mut [T], cmp: &F)
+where
+    T: Send,
+    F: Fn(&T, &T) -> Ordering + Sync,
+{
     if v.len() <= SEQUENTIAL {
         seq(v, cmp, |v, c| v.sort_by(c));
         return;
     }
     let mid = v.len() / 2;
     let (left, right) = v.split_at_mut(mid);
-    crate::join(|| stable(left, cmp), || stable(right, cmp));
+    crate::join(|| stable_parts(left, cmp), || stable_parts(right, cmp));
     if cmp(&v[mid - 1], &v[mid]) != Ordering::Greater {
         return; // already in order
     }
     // Two sorted runs: one linear merge.
     seq(v, cmp, |v, c| v.sort_by(c));
+}
+
+/// Whether `v` is in order by `cmp` already, after reversing it if it was
+/// in strictly decreasing order (a stable reversal: no two elements are
+/// equal). One pass, which stops at the first pair that is neither.
+fn presorted<T, F>(v: &mut [T], cmp: &F) -> bool
+where
+    F: Fn(&T, &T) -> Ordering,
+{
+    let mut ascending = true;
+    let mut descending = true;
+    for w in v.windows(2) {
+        match cmp(&w[0], &w[1]) {
+            Ordering::Greater => ascending = false,
+            Ordering::Less => descending = false,
+            Ordering::Equal => descending = false,
+        }
+        if !ascending && !descending {
+            return false;
+        }
+    }
+    if !ascending {
+        v.reverse();
+    }
+    true
 }
 
 /// Unstable parallel sort of `v` by `cmp`.
@@ -51,13 +91,81 @@ where
         seq(v, cmp, |v, c| v.sort_unstable_by(c));
         return;
     }
-    let mid = v.len() / 2;
-    seq(v, cmp, |v, c| {
-        v.select_nth_unstable_by(mid, c);
-    });
-    let (left, right) = v.split_at_mut(mid);
-    let right = &mut right[1..];
-    crate::join(|| unstable(left, cmp), || unstable(right, cmp));
+    if presorted(v, cmp) {
+        return;
+    }
+    let depth = 2 * (usize::BITS - v.len().leading_zeros());
+    quick(v, cmp, depth);
+}
+
+/// The quicksort behind [`unstable`] (see the module docs), `depth` levels
+/// of partitioning left.
+fn quick<T, F>(v: &mut [T], cmp: &F, depth: u32)
+where
+    T: Send,
+    F: Fn(&T, &T) -> Ordering + Sync,
+{
+    if v.len() <= SEQUENTIAL || depth == 0 {
+        seq(v, cmp, |v, c| v.sort_unstable_by(c));
+        return;
+    }
+    let (lt, gt) = partition(v, cmp);
+    let (left, rest) = v.split_at_mut(lt);
+    let right = &mut rest[gt - lt..];
+    crate::join(
+        || quick(left, cmp, depth - 1),
+        || quick(right, cmp, depth - 1),
+    );
+}
+
+/// Partitions `v` (at least 3 elements) around the median of three of its
+/// elements: afterwards `v[..lt]` are less than the pivot, `v[lt..gt]`
+/// equal to it and `v[gt..]` greater; returns `(lt, gt)`. Safe for any
+/// comparator: every index stays in bounds whatever it answers (a
+/// comparator that is not a total order leaves the parts unordered, every
+/// element still in `v`).
+fn partition<T, F>(v: &mut [T], cmp: &F) -> (usize, usize)
+where
+    F: Fn(&T, &T) -> Ordering,
+{
+    let n = v.len();
+    let (a, b, c) = (n / 4, n / 2, 3 * n / 4);
+    let median = if cmp(&v[a], &v[b]) == Ordering::Less {
+        if cmp(&v[b], &v[c]) == Ordering::Less {
+            b
+        } else if cmp(&v[a], &v[c]) == Ordering::Less {
+            c
+        } else {
+            a
+        }
+    } else if cmp(&v[a], &v[c]) == Ordering::Less {
+        a
+    } else if cmp(&v[b], &v[c]) == Ordering::Less {
+        c
+    } else {
+        b
+    };
+    // The pivot at v[0]; Dijkstra's three-way pass over v[1..]:
+    // v[1..lt] < p, v[lt..i] == p, v[gt..] > p.
+    v.swap(0, median);
+    let (mut lt, mut i, mut gt) = (1, 1, n);
+    while i < gt {
+        match cmp(&v[i], &v[0]) {
+            Ordering::Less => {
+                v.swap(lt, i);
+                lt += 1;
+                i += 1;
+            }
+            Ordering::Greater => {
+                gt -= 1;
+                v.swap(i, gt);
+            }
+            Ordering::Equal => i += 1,
+        }
+    }
+    // The pivot joins the equal ones.
+    v.swap(0, lt - 1);
+    (lt - 1, gt)
 }
 
 /// Runs the standard library's `sort` on `v` with `cmp`: a panic of `cmp`
@@ -176,6 +284,69 @@ mod tests {
             assert_eq!(p.downcast_ref::<&str>(), Some(&"comparator says no"));
             v.sort();
             assert_eq!(v, (0..10_000).collect::<Vec<_>>());
+        }
+    }
+
+    /// The inputs whose shape the sorts look for (in order, reversed,
+    /// nearly so, all equal, few distinct keys) and random ones, on both
+    /// sides of the sequential cut-off: the same order as the standard
+    /// library's sorts, stable where asked.
+    #[test]
+    fn patterns_sort_as_std_does() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for len in [3usize, 4_000, 5_000, 50_000, 200_000] {
+            let random: Vec<u64> = (0..len).map(|_| rnd()).collect();
+            let mut nearly: Vec<u64> = (0..len as u64).collect();
+            for i in (0..len).step_by(97) {
+                nearly.swap(i, (i * 7919) % len);
+            }
+            let patterns: Vec<(&str, Vec<u64>)> = vec![
+                ("ascending", (0..len as u64).collect()),
+                ("descending", (0..len as u64).rev().collect()),
+                (
+                    "descending with ties",
+                    (0..len as u64).rev().map(|k| k / 3).collect(),
+                ),
+                ("all equal", vec![7; len]),
+                ("nearly ascending", nearly.clone()),
+                ("nearly descending", nearly.iter().rev().copied().collect()),
+                ("sawtooth", (0..len as u64).map(|k| k % 1000).collect()),
+                ("few keys", random.iter().map(|k| k % 4).collect()),
+                ("random", random),
+            ];
+            for (name, v) in patterns {
+                // Each value tagged with its position: a stable sort by the
+                // value keeps the tags of equal values in order.
+                let tagged: Vec<(u64, usize)> = v.iter().copied().zip(0..).collect();
+                let mut want = tagged.clone();
+                want.sort_by_key(|t| t.0);
+                let mut got = tagged.clone();
+                got.par_sort_by_key(|t| t.0);
+                assert_eq!(got, want, "par_sort_by_key, {name}, {len}");
+                let mut got = tagged.clone();
+                got.par_sort_unstable_by_key(|t| t.0);
+                assert!(
+                    got.iter().map(|t| t.0).eq(want.iter().map(|t| t.0)),
+                    "par_sort_unstable_by_key, {name}, {len}"
+                );
+                let mut sorted = got.iter().map(|t| t.1).collect::<Vec<_>>();
+                sorted.sort_unstable();
+                assert!(
+                    sorted.into_iter().eq(0..len),
+                    "a permutation, {name}, {len}"
+                );
+                let mut got = v.clone();
+                got.par_sort_unstable();
+                let mut want = v;
+                want.sort_unstable();
+                assert_eq!(got, want, "par_sort_unstable, {name}, {len}");
+            }
         }
     }
 }
