@@ -343,9 +343,19 @@ mod tests {
                 );
                 let mut got = v.clone();
                 got.par_sort_unstable();
-                let mut want = v;
+                let mut want = v.clone();
                 want.sort_unstable();
                 assert_eq!(got, want, "par_sort_unstable, {name}, {len}");
+                // Large elements (more bytes moved per swap).
+                let big: Vec<[u64; 8]> = v.iter().map(|&k| [k, 0, 0, 0, 0, 0, 0, k]).collect();
+                let mut got = big.clone();
+                got.par_sort_unstable();
+                let mut want = big;
+                want.sort_unstable();
+                assert_eq!(
+                    got, want,
+                    "par_sort_unstable of 64-byte elements, {name}, {len}"
+                );
             }
         }
     }
