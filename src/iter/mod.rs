@@ -16,7 +16,9 @@
 //!
 //! Loops run on the pool of the calling thread (inside
 //! [`ThreadPool::install`](crate::ThreadPool::install), or in a task) or
-//! on the global pool. A closure that panics makes the loop panic on the
+//! on the global pool; from outside every pool, as in rayon, a loop too
+//! short to split (fewer than two `with_min_len`s of items, no
+//! `with_max_len`) runs on the calling thread. A closure that panics makes the loop panic on the
 //! calling thread once the other pieces have stopped; the pool stays
 //! usable.
 //!

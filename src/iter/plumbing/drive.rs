@@ -83,10 +83,16 @@ where
         max_len: hints.max_len.max(1),
         options,
     };
-    if WorkerThread::current().is_none() && never_splits(&piece, &hints) {
-        // As rayon's: a loop that cannot split runs on the calling thread,
-        // without a round trip through the pool.
-        return run_here(piece, &consumer, hints.min_len);
+    if WorkerThread::current().is_none() {
+        // The global pool exists from the first loop on, run here or not
+        // (as rayon's, whose loops ask for its thread count): a later
+        // `build_global` fails, `TERROIR_REPORT` records.
+        let _ = global_registry();
+        if never_splits(&piece, &hints) {
+            // As rayon's: a loop that cannot split runs on the calling
+            // thread, without a round trip through the pool.
+            return run_here(piece, &consumer, hints.min_len);
+        }
     }
     in_worker(move |wt| {
         let tick = clock::ticks_per_us();

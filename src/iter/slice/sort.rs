@@ -266,7 +266,10 @@ mod tests {
     #[test]
     fn comparator_panic_propagates() {
         for stable in [true, false] {
-            let mut v: Vec<u32> = (0..10_000).rev().collect();
+            // Shuffled (a multiplicative permutation of 0..10_000), so that
+            // the panic comes from inside the parallel sort, not from the
+            // first pass that looks for sorted input.
+            let mut v: Vec<u32> = (0..10_000u32).map(|i| (i * 7_919) % 10_000).collect();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let cmp = |a: &u32, b: &u32| {
                     if *a == 77 || *b == 77 {
