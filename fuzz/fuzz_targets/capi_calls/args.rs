@@ -128,11 +128,11 @@ pub(crate) fn pool_config(cfg: &PoolCfg) -> (Option<Padded<TerroirPoolConfig>>, 
         num_threads: threads,
         policy: u32::from(cfg.policy % 6),
         // Pinning changes the affinity of nothing here but the workers;
-        // values past 2 are refused.
-        pin: u32::from(cfg.pin % 4),
+        // values past 5 (TERROIR_PIN_NODE) are refused.
+        pin: u32::from(cfg.pin % 7),
     };
     let min = std::mem::offset_of!(TerroirPoolConfig, pin) + 4;
-    let bad_fields = c.policy > 4 || c.pin > 2;
+    let bad_fields = c.policy > 4 || c.pin > 5;
     let (padded, bad_size) = Padded::new(c, |c, s| c.size = s, min, cfg.size);
     // Too many workers is a build error (POOL_BUILD) or, with another bad
     // field, an invalid argument found first.
