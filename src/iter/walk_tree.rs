@@ -4,15 +4,16 @@
 //! [`walk_tree`] (some order).
 //!
 //! A run walks its part of the tree depth first with an explicit stack
-//! (no recursion: a chain a million nodes deep is fine) and, when another
-//! worker asks for work, cuts off the later half of the subtrees it has
-//! not entered yet: they come after everything the run keeps, in either
-//! order, so results stay in order.
+//! (a chain a million nodes deep is fine; a postfix batch recurses, as a
+//! sequential walk would, but no deeper than a few tens of KiB of stack)
+//! and, when another worker asks for work, cuts off the oldest subtree it
+//! has not entered yet, about half of what is left: it comes after
+//! everything the run keeps, in either order, so results stay in order.
 
 use std::fmt;
 use std::mem;
 
-use super::plumbing::{run_frontier, Consumer, Frontier};
+use super::plumbing::{run_frontier, Consumer, Folder, Frontier};
 use super::ParallelIterator;
 
 /// The nodes of the tree under `root`, every node before its children and
@@ -152,11 +153,7 @@ where
     type Item = S;
     fn drive<C: Consumer<S>>(self, consumer: C) -> C::Result {
         let frontier = Postfix {
-            frames: vec![Frame {
-                node: None,
-                pending: vec![self.root],
-            }],
-            entered: 0,
+            stack: vec![Step::Enter(self.root)],
             children_of: &self.children_of,
         };
         run_frontier(frontier, consumer, false)
@@ -190,7 +187,13 @@ where
         if self.stack.len() < 2 {
             return None;
         }
-        let keep = self.stack.split_off(self.stack.len() / 2);
+        // The oldest subtree only: in the middle of a walk the stack holds
+        // a level's siblings above the previous level's, so the subtrees
+        // shrink towards the top (by half per level in a binary tree) and
+        // the oldest alone is about half of what is left. Half the stack
+        // would give away nearly all of it, and the thief would be asked
+        // back at once.
+        let keep = self.stack.split_off(1);
         Some(Prefix {
             stack: mem::replace(&mut self.stack, keep),
             children_of: self.children_of,
@@ -198,24 +201,18 @@ where
     }
 }
 
-/// A node of a postfix walk entered but not yielded: its children not
-/// entered yet (the next one last). The node is `None` where it went to
-/// another part with some of its children.
-struct Frame<S> {
-    node: Option<S>,
-    pending: Vec<S>,
+/// A step of a postfix walk: a subtree to walk, or a node whose
+/// children are all walked.
+enum Step<S> {
+    Enter(S),
+    Leave(S),
 }
 
-/// A postfix walk's frontier: the path of entered nodes from the oldest
-/// (first) to the one being walked (last). Only the first frame may have
-/// no node.
+/// A postfix walk's frontier: the steps left, the next one last. Any cut
+/// of it is a valid split: the steps below the cut (the oldest, largest
+/// subtrees and the nodes above them) come after every step above it.
 struct Postfix<'b, S, B> {
-    frames: Vec<Frame<S>>,
-    /// No frame before this one has children left to enter (so that
-    /// looking for a part to cut off costs, over a whole walk, no more
-    /// than the frames pushed: a chain a million deep is looked through
-    /// once, not once per cut).
-    entered: usize,
+    stack: Vec<Step<S>>,
     children_of: &'b B,
 }
 
@@ -228,70 +225,270 @@ where
     type Item = S;
     fn next(&mut self) -> Option<S> {
         loop {
-            let top = self.frames.last_mut()?;
-            match top.pending.pop() {
-                Some(child) => {
-                    let mut pending: Vec<S> = (self.children_of)(&child).into_iter().collect();
-                    pending.reverse();
-                    self.frames.push(Frame {
-                        node: Some(child),
-                        pending,
-                    });
-                }
-                None => {
-                    let node = self.frames.pop().and_then(|f| f.node);
-                    self.entered = self.entered.min(self.frames.len());
-                    if node.is_some() {
-                        return node;
-                    }
+            match self.stack.pop()? {
+                Step::Leave(node) => return Some(node),
+                Step::Enter(node) => {
+                    let children = (self.children_of)(&node);
+                    self.stack.push(Step::Leave(node));
+                    let at = self.stack.len();
+                    self.stack.extend(children.into_iter().map(Step::Enter));
+                    self.stack[at..].reverse();
                 }
             }
         }
     }
     fn is_empty(&self) -> bool {
-        // Every frame but the first has a node.
-        match self.frames.as_slice() {
-            [] => true,
-            [only] => only.node.is_none() && only.pending.is_empty(),
-            _ => false,
-        }
+        self.stack.is_empty()
+    }
+    fn consume_batch<F: Folder<S>>(&mut self, folder: F, pos: usize, n: usize) -> F {
+        folder.consume(
+            pos,
+            PostfixBatch {
+                walk: self,
+                left: n,
+            },
+        )
     }
     fn split_off(&mut self) -> Option<Self> {
-        // The oldest frame with children not entered: the later ones go,
-        // with that frame's node and the older frames' nodes (all after
-        // them, and the older frames have no children left to enter).
-        let from = self.entered;
-        let Some(k) = self.frames[from..]
-            .iter()
-            .position(|f| !f.pending.is_empty())
-        else {
-            self.entered = self.frames.len();
+        if self.stack.len() < 2 {
             return None;
+        }
+        // The oldest subtree not entered, with the nodes below it (they
+        // come after it): about half of what is left, as for the prefix
+        // walk. A stack of nodes only (a chain's) gives half of them.
+        let cut = match self.stack[..self.stack.len() - 1]
+            .iter()
+            .position(|s| matches!(s, Step::Enter(_)))
+        {
+            Some(i) => i + 1,
+            None => self.stack.len() / 2,
         };
-        let k = from + k;
-        self.entered = k;
-        let n = self.frames[k].pending.len();
-        let give = if k + 1 == self.frames.len() {
-            // The path's end: keep some children for this part.
-            if n < 2 {
-                return None;
-            }
-            n / 2
-        } else {
-            n.div_ceil(2)
-        };
-        let newer = self.frames.split_off(k);
-        let mut theirs = mem::replace(&mut self.frames, newer);
-        let frame = &mut self.frames[0];
-        theirs.push(Frame {
-            node: frame.node.take(),
-            pending: frame.pending.drain(..give).collect(),
-        });
-        self.entered = 0;
+        let keep = self.stack.split_off(cut);
         Some(Postfix {
-            frames: theirs,
-            entered: 0,
+            stack: mem::replace(&mut self.stack, keep),
             children_of: self.children_of,
         })
+    }
+}
+
+/// The next `left` items of a postfix walk. Folded (how folders take their
+/// items), it walks subtrees by recursion, as a sequential walk would,
+/// with no step on the heap; when the batch ends inside a subtree, or the
+/// recursion reaches [`REC_BYTES`], the unwinding recursion leaves what is
+/// left of each level on the walk's stack.
+struct PostfixBatch<'w, 'b, S, B> {
+    walk: &'w mut Postfix<'b, S, B>,
+    left: usize,
+}
+
+/// About how much of the thread's stack (bytes) a batch's recursion uses
+/// at most.
+const REC_BYTES: usize = 32 << 10;
+
+impl<S, B, I> Iterator for PostfixBatch<'_, '_, S, B>
+where
+    S: Send,
+    B: Fn(&S) -> I + Sync,
+    I: IntoIterator<Item = S>,
+{
+    type Item = S;
+    fn next(&mut self) -> Option<S> {
+        if self.left == 0 {
+            return None;
+        }
+        let node = self.walk.next()?;
+        self.left -= 1;
+        Some(node)
+    }
+
+    fn fold<A, G: FnMut(A, S) -> A>(self, init: A, mut g: G) -> A {
+        let PostfixBatch { walk, mut left } = self;
+        let frame = mem::size_of::<S>() + mem::size_of::<I::IntoIter>() + 64;
+        let max_depth = (REC_BYTES / frame).max(1);
+        let mut acc = init;
+        while left > 0 {
+            match walk.stack.pop() {
+                None => break,
+                Some(Step::Leave(node)) => {
+                    left -= 1;
+                    acc = g(acc, node);
+                }
+                Some(Step::Enter(node)) => {
+                    let base = walk.stack.len();
+                    let mut rec = Rec {
+                        children_of: walk.children_of,
+                        stack: &mut walk.stack,
+                        left: &mut left,
+                        g: &mut g,
+                        max_depth,
+                    };
+                    acc = rec.walk(node, acc, 0).0;
+                    // The levels left what remains innermost first, each
+                    // in walk order: reversed, the outermost is at the
+                    // bottom and the next step on top.
+                    walk.stack[base..].reverse();
+                }
+            }
+        }
+        acc
+    }
+}
+
+/// A batch's recursion (see [`PostfixBatch`]).
+struct Rec<'r, S, B, G> {
+    children_of: &'r B,
+    stack: &'r mut Vec<Step<S>>,
+    left: &'r mut usize,
+    g: &'r mut G,
+    max_depth: usize,
+}
+
+impl<S, B, I, G> Rec<'_, S, B, G>
+where
+    B: Fn(&S) -> I,
+    I: IntoIterator<Item = S>,
+{
+    /// Walks `node`'s subtree into `acc`; `false` (not finished) when the
+    /// batch ended or the depth ran out, with what is left of this level
+    /// pushed in walk order: its children not walked, then the node.
+    fn walk<A>(&mut self, node: S, mut acc: A, depth: usize) -> (A, bool)
+    where
+        G: FnMut(A, S) -> A,
+    {
+        let mut children = (self.children_of)(&node).into_iter();
+        while let Some(child) = children.next() {
+            if *self.left == 0 || depth + 1 >= self.max_depth {
+                self.stack.push(Step::Enter(child));
+                self.leave(children, node);
+                return (acc, false);
+            }
+            let (a, done) = self.walk(child, acc, depth + 1);
+            acc = a;
+            if !done {
+                self.leave(children, node);
+                return (acc, false);
+            }
+        }
+        if *self.left == 0 {
+            self.stack.push(Step::Leave(node));
+            return (acc, false);
+        }
+        *self.left -= 1;
+        ((self.g)(acc, node), true)
+    }
+
+    /// Pushes a level's children not walked, then its node.
+    fn leave(&mut self, children: I::IntoIter, node: S) {
+        self.stack.extend(children.map(Step::Enter));
+        self.stack.push(Step::Leave(node));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Node `n`'s children in a tree of `len` nodes of the given shape
+    /// (0: binary heap order, 1: a chain, 2: a wide root of chains of 3).
+    fn kids(len: usize, shape: u8) -> impl Fn(&usize) -> Vec<usize> + Sync {
+        move |&n| match shape {
+            0 => [2 * n + 1, 2 * n + 2]
+                .into_iter()
+                .filter(|&c| c < len)
+                .collect(),
+            1 => (n + 1 < len).then_some(n + 1).into_iter().collect(),
+            _ if n == 0 => (1..len).step_by(3).collect(),
+            _ => (n % 3 != 0 && n + 1 < len)
+                .then_some(n + 1)
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    fn postfix_seq(n: usize, kids: &impl Fn(&usize) -> Vec<usize>, out: &mut Vec<usize>) {
+        for c in kids(&n) {
+            postfix_seq(c, kids, out);
+        }
+        out.push(n);
+    }
+
+    /// Folding batches of every size, the batch ending anywhere inside
+    /// the recursion, and cutting parts off between batches, gives the
+    /// sequential walk.
+    #[test]
+    fn postfix_batches_fold_in_walk_order() {
+        for shape in 0..3u8 {
+            for len in [1, 2, 3, 7, 30, 100] {
+                let children_of = kids(len, shape);
+                let mut want = Vec::new();
+                postfix_seq(0, &children_of, &mut want);
+                for n in 1..=len + 1 {
+                    for cut in [false, true] {
+                        let mut parts = vec![Postfix {
+                            stack: vec![Step::Enter(0)],
+                            children_of: &children_of,
+                        }];
+                        let mut got = Vec::new();
+                        // Parts cut off come after the part they left:
+                        // walk the newest part (last) first.
+                        while let Some(mut walk) = parts.pop() {
+                            let mut later = Vec::new();
+                            while !walk.is_empty() {
+                                let batch = PostfixBatch {
+                                    walk: &mut walk,
+                                    left: n,
+                                };
+                                let before = got.len();
+                                got = batch.fold(got, |mut v, x| {
+                                    v.push(x);
+                                    v
+                                });
+                                assert!(got.len() - before <= n);
+                                if cut {
+                                    if let Some(theirs) = walk.split_off() {
+                                        assert!(!theirs.is_empty() && !walk.is_empty());
+                                        later.push(theirs);
+                                    }
+                                }
+                            }
+                            // The oldest cut holds the latest items.
+                            parts.extend(later);
+                        }
+                        assert_eq!(got, want, "shape {shape} len {len} batch {n} cut {cut}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The recursion stops at its depth limit and the walk goes on from
+    /// the stack: a chain of 200 000 nodes folds in one batch on a thread
+    /// with a 256 KiB stack (without the limit it overflows the stack).
+    #[test]
+    fn postfix_fold_beyond_the_depth_limit() {
+        let len = 200_000;
+        let got = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || {
+                let children_of = |&n: &usize| (n + 1 < len).then_some(n + 1);
+                let mut walk = Postfix {
+                    stack: vec![Step::Enter(0)],
+                    children_of: &children_of,
+                };
+                let batch = PostfixBatch {
+                    walk: &mut walk,
+                    left: usize::MAX,
+                };
+                let got: Vec<usize> = batch.fold(Vec::new(), |mut v, x| {
+                    v.push(x);
+                    v
+                });
+                assert!(walk.is_empty());
+                got
+            })
+            .expect("a thread")
+            .join()
+            .expect("no panic");
+        assert!(got.into_iter().eq((0..len).rev()));
     }
 }

@@ -34,6 +34,12 @@ pub trait Frontier: Send + Sized {
     /// Cuts off a part of what is left, all of whose items come after
     /// those `self` keeps; `None` if it cannot. Both parts keep items.
     fn split_off(&mut self) -> Option<Self>;
+    /// Gives `folder` the next `n` items (fewer if fewer are left), all at
+    /// position `pos`. A source whose items come cheaper in bulk (a walk
+    /// that can recurse) overrides it.
+    fn consume_batch<F: Folder<Self::Item>>(&mut self, folder: F, pos: usize, n: usize) -> F {
+        folder.consume(pos, std::iter::from_fn(|| self.next()).take(n))
+    }
 }
 
 /// Nested cuts of one thread's stack beyond which a run stops cutting
@@ -152,7 +158,7 @@ where
             }
         }
         let f = folder.take().expect("a folder");
-        folder = Some(f.consume(pos, std::iter::from_fn(|| fr.next()).take(batch)));
+        folder = Some(fr.consume_batch(f, pos, batch));
         if per_batch {
             let r = folder.take().expect("a folder").complete();
             done = Some(match done {
