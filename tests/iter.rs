@@ -324,6 +324,39 @@ proptest! {
         })?;
     }
 
+    /// Every string splitter gives std's pieces, in order, on text with
+    /// multi-byte characters, runs of separators and separators at both
+    /// ends (split stress cuts the text between every batch).
+    #[test]
+    fn string_splitters_match_std((p, _len, _min) in case(), picks in proptest::collection::vec(0usize..10, 0..1500)) {
+        let (name, pool) = &pools()[p];
+        const ALPHABET: [char; 10] = ['a', 'b', ',', ' ', '\n', '\r', 'é', '日', '\t', ';'];
+        let text: String = picks.iter().map(|&i| ALPHABET[i]).collect();
+        let text = text.as_str();
+        pool.install(|| {
+            prop_assert_eq!(text.par_split(',').collect::<Vec<_>>(), text.split(',').collect::<Vec<_>>(), "split {}", name);
+            prop_assert_eq!(text.par_split('日').collect::<Vec<_>>(), text.split('日').collect::<Vec<_>>(), "split 日 {}", name);
+            let set: &[char] = &[' ', '\t', 'é'];
+            prop_assert_eq!(text.par_split(set).collect::<Vec<_>>(), text.split(set).collect::<Vec<_>>());
+            prop_assert_eq!(text.par_split([',', ';']).collect::<Vec<_>>(), text.split([',', ';']).collect::<Vec<_>>());
+            prop_assert_eq!(text.par_split(&[',', ';']).collect::<Vec<_>>(), text.split(&[',', ';']).collect::<Vec<_>>());
+            prop_assert_eq!(text.par_split(|c: char| c.is_ascii_digit() || c == 'b').collect::<Vec<_>>(), text.split(|c: char| c.is_ascii_digit() || c == 'b').collect::<Vec<_>>());
+            prop_assert_eq!(text.par_split_inclusive(',').collect::<Vec<_>>(), text.split_inclusive(',').collect::<Vec<_>>(), "inclusive {}", name);
+            prop_assert_eq!(text.par_split_terminator(';').collect::<Vec<_>>(), text.split_terminator(';').collect::<Vec<_>>(), "terminator {}", name);
+            prop_assert_eq!(text.par_lines().collect::<Vec<_>>(), text.lines().collect::<Vec<_>>(), "lines {}", name);
+            prop_assert_eq!(text.par_split_whitespace().collect::<Vec<_>>(), text.split_whitespace().collect::<Vec<_>>());
+            prop_assert_eq!(text.par_split_ascii_whitespace().collect::<Vec<_>>(), text.split_ascii_whitespace().collect::<Vec<_>>());
+            prop_assert_eq!(text.par_matches('é').collect::<Vec<_>>(), text.matches('é').collect::<Vec<_>>());
+            prop_assert_eq!(text.par_match_indices([',', '日']).collect::<Vec<_>>(), text.match_indices([',', '日']).collect::<Vec<_>>(), "match_indices {}", name);
+            prop_assert_eq!(text.par_split(' ').count(), text.split(' ').count());
+            // Searches skip parts and still find the first / last piece.
+            let hit = |w: &&str| w.len() == 2;
+            prop_assert_eq!(text.par_split(',').find_first(hit), text.split(',').find(hit));
+            prop_assert_eq!(text.par_split(',').find_last(hit), text.split(',').rev().find(hit));
+            Ok(())
+        })?;
+    }
+
     #[test]
     fn sorts_match_std((p, len, _min) in case()) {
         let (name, pool) = &pools()[p];

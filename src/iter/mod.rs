@@ -98,7 +98,8 @@
 //!   implement [`ParallelIterator`] (wrap one of ours instead, or
 //!   implement [`IntoParallelIterator`]).
 //! - `par_split`, `par_lines`, `par_split_whitespace` and the other
-//!   string splitters find their pieces in one sequential pass first.
+//!   string splitters cut their text only when a worker asks, at a
+//!   separator near the middle of what is left (rayon cuts up front).
 //! - A loop nested in another loop's item (`flat_map` to a parallel
 //!   iterator, a `par_iter` inside a `for_each`) spreads as rayon's does,
 //!   but on demand: while a batch of the outer loop runs, the rest of the

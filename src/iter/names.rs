@@ -133,45 +133,13 @@ pub mod str {
 
     use crate::vec::IntoIter;
 
-    pub use crate::iter::string::{CharIndices, Chars, ParallelString};
+    pub use crate::iter::string::{
+        CharIndices, Chars, Lines, MatchIndices, Matches, ParallelString, Split,
+        SplitAsciiWhitespace, SplitInclusive, SplitTerminator, SplitWhitespace,
+    };
 
     /// [`ParallelString::par_bytes`]'s iterator.
     pub type Bytes<'ch> = crate::iter::Copied<crate::slice::Iter<'ch, u8>>;
     /// [`ParallelString::par_encode_utf16`]'s iterator.
     pub type EncodeUtf16<'ch> = IntoIter<u16>;
-    /// [`ParallelString::par_lines`]'s iterator.
-    pub type Lines<'ch> = IntoIter<&'ch str>;
-    /// [`ParallelString::par_split_whitespace`]'s iterator.
-    pub type SplitWhitespace<'ch> = IntoIter<&'ch str>;
-    /// [`ParallelString::par_split_ascii_whitespace`]'s iterator.
-    pub type SplitAsciiWhitespace<'ch> = IntoIter<&'ch str>;
-
-    vec_newtype! {
-        /// [`ParallelString::par_split`]'s iterator (`P`: the separator).
-        ///
-        /// ```
-        /// use terroir::prelude::*;
-        /// fn fields(line: &str) -> terroir::str::Split<'_, char> {
-        ///     line.par_split(',')
-        /// }
-        /// assert_eq!(fields("a,b,c").collect::<Vec<_>>(), ["a", "b", "c"]);
-        /// ```
-        Split ['ch, P] ['ch, P] &'ch str, P
-    }
-    vec_newtype! {
-        /// [`ParallelString::par_split_inclusive`]'s iterator.
-        SplitInclusive ['ch, P] ['ch, P] &'ch str, P
-    }
-    vec_newtype! {
-        /// [`ParallelString::par_split_terminator`]'s iterator.
-        SplitTerminator ['ch, P] ['ch, P] &'ch str, P
-    }
-    vec_newtype! {
-        /// [`ParallelString::par_matches`]'s iterator.
-        Matches ['ch, P] ['ch, P] &'ch str, P
-    }
-    vec_newtype! {
-        /// [`ParallelString::par_match_indices`]'s iterator.
-        MatchIndices ['ch, P] ['ch, P] (usize, &'ch str), P
-    }
 }

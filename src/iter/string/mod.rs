@@ -2,47 +2,63 @@
 //!
 //! `par_chars` and `par_char_indices` split the string at any byte and
 //! give each character to the part holding its first byte; the splitters
-//! (`par_split`, `par_lines`, `par_split_whitespace`, …) find their pieces
-//! in one sequential pass, then loop over them in parallel.
+//! (`par_split`, `par_lines`, `par_split_whitespace`, …) cut the string at
+//! a separator near the middle when a worker asks (see `split.rs`).
 
 use super::plumbing::{self, Consumer, Piece};
 use super::vec::IntoIter;
 use super::{IntoParallelIterator, ParallelIterator};
 
+mod split;
+
+pub use split::{
+    Lines, MatchIndices, Matches, Split, SplitAsciiWhitespace, SplitInclusive, SplitTerminator,
+    SplitWhitespace,
+};
+
 mod private {
     /// What `par_split` and friends split at: a `char`, a set of them
     /// (`&[char]`, `[char; N]`, `&[char; N]`), or a predicate. Sealed.
     pub trait Pattern: Sync + Send {
-        /// Whether `c` is a separator.
-        fn matches(&self, c: char) -> bool;
+        /// The first separator in `s`: its byte offset and length.
+        fn find_in(&self, s: &str) -> Option<(usize, usize)>;
+        /// The last separator in `s`: its byte offset and length.
+        fn rfind_in(&self, s: &str) -> Option<(usize, usize)>;
     }
 }
 use private::Pattern;
 
-impl Pattern for char {
-    fn matches(&self, c: char) -> bool {
-        *self == c
-    }
+/// The separator at byte `i` of `s` and its length.
+fn sep_at(s: &str, i: usize) -> (usize, usize) {
+    let len = s[i..].chars().next().map_or(0, char::len_utf8);
+    (i, len)
 }
-impl Pattern for &[char] {
-    fn matches(&self, c: char) -> bool {
-        self.contains(&c)
-    }
+
+/// [`Pattern`] for a type that is one of std's char patterns (`str::find`
+/// searches with it: a `char` with `memchr`).
+macro_rules! std_pattern {
+    ($(impl[$($gen:tt)*] $ty:ty => |$p:ident| $pat:expr;)*) => {$(
+        impl<$($gen)*> Pattern for $ty {
+            #[inline]
+            fn find_in(&self, s: &str) -> Option<(usize, usize)> {
+                let $p = self;
+                s.find($pat).map(|i| sep_at(s, i))
+            }
+            #[inline]
+            fn rfind_in(&self, s: &str) -> Option<(usize, usize)> {
+                let $p = self;
+                s.rfind($pat).map(|i| sep_at(s, i))
+            }
+        }
+    )*};
 }
-impl<const N: usize> Pattern for [char; N] {
-    fn matches(&self, c: char) -> bool {
-        self.contains(&c)
-    }
-}
-impl<const N: usize> Pattern for &[char; N] {
-    fn matches(&self, c: char) -> bool {
-        self.contains(&c)
-    }
-}
-impl<F: Fn(char) -> bool + Sync + Send> Pattern for F {
-    fn matches(&self, c: char) -> bool {
-        self(c)
-    }
+
+std_pattern! {
+    impl[] char => |c| *c;
+    impl[] &[char] => |c| *c;
+    impl[const N: usize] [char; N] => |c| c;
+    impl[const N: usize] &[char; N] => |c| *c;
+    impl[F: Fn(char) -> bool + Sync + Send] F => |f| f;
 }
 
 /// Parallel iteration over a string's parts: rayon's `ParallelString`,
@@ -85,72 +101,52 @@ pub trait ParallelString {
     }
 
     /// The parts between separators, like `str::split`.
-    fn par_split<P: Pattern>(&self, separator: P) -> super::str::Split<'_, P> {
-        let parts: Vec<&str> = self
-            .as_parallel_string()
-            .split(|c| separator.matches(c))
-            .collect();
-        super::str::Split::new(parts)
+    ///
+    /// ```
+    /// use terroir::prelude::*;
+    /// let parts: Vec<&str> = "a,b,,c".par_split(',').collect();
+    /// assert_eq!(parts, ["a", "b", "", "c"]);
+    /// ```
+    fn par_split<P: Pattern>(&self, separator: P) -> Split<'_, P> {
+        Split::new(self.as_parallel_string(), separator)
     }
 
     /// The parts, each ending with its separator, like
     /// `str::split_inclusive`.
-    fn par_split_inclusive<P: Pattern>(&self, separator: P) -> super::str::SplitInclusive<'_, P> {
-        let parts: Vec<&str> = self
-            .as_parallel_string()
-            .split_inclusive(|c| separator.matches(c))
-            .collect();
-        super::str::SplitInclusive::new(parts)
+    fn par_split_inclusive<P: Pattern>(&self, separator: P) -> SplitInclusive<'_, P> {
+        SplitInclusive::new(self.as_parallel_string(), separator)
     }
 
     /// The parts between terminators, like `str::split_terminator`.
-    fn par_split_terminator<P: Pattern>(
-        &self,
-        terminator: P,
-    ) -> super::str::SplitTerminator<'_, P> {
-        let parts: Vec<&str> = self
-            .as_parallel_string()
-            .split_terminator(|c| terminator.matches(c))
-            .collect();
-        super::str::SplitTerminator::new(parts)
+    fn par_split_terminator<P: Pattern>(&self, terminator: P) -> SplitTerminator<'_, P> {
+        SplitTerminator::new(self.as_parallel_string(), terminator)
     }
 
     /// The lines, like `str::lines`.
-    fn par_lines(&self) -> IntoIter<&str> {
-        let parts: Vec<&str> = self.as_parallel_string().lines().collect();
-        parts.into_par_iter()
+    fn par_lines(&self) -> Lines<'_> {
+        Lines(self.as_parallel_string())
     }
 
     /// The words between Unicode white space, like `str::split_whitespace`.
-    fn par_split_whitespace(&self) -> IntoIter<&str> {
-        let parts: Vec<&str> = self.as_parallel_string().split_whitespace().collect();
-        parts.into_par_iter()
+    fn par_split_whitespace(&self) -> SplitWhitespace<'_> {
+        SplitWhitespace(self.as_parallel_string())
     }
 
     /// The words between ASCII white space, like
     /// `str::split_ascii_whitespace`.
-    fn par_split_ascii_whitespace(&self) -> IntoIter<&str> {
-        let parts: Vec<&str> = self.as_parallel_string().split_ascii_whitespace().collect();
-        parts.into_par_iter()
+    fn par_split_ascii_whitespace(&self) -> SplitAsciiWhitespace<'_> {
+        SplitAsciiWhitespace(self.as_parallel_string())
     }
 
     /// The matches of `pattern` (one character each), like `str::matches`.
-    fn par_matches<P: Pattern>(&self, pattern: P) -> super::str::Matches<'_, P> {
-        let parts: Vec<&str> = self
-            .as_parallel_string()
-            .matches(|c| pattern.matches(c))
-            .collect();
-        super::str::Matches::new(parts)
+    fn par_matches<P: Pattern>(&self, pattern: P) -> Matches<'_, P> {
+        Matches::new(self.as_parallel_string(), pattern)
     }
 
     /// The matches of `pattern` with their byte offsets, like
     /// `str::match_indices`.
-    fn par_match_indices<P: Pattern>(&self, pattern: P) -> super::str::MatchIndices<'_, P> {
-        let parts: Vec<(usize, &str)> = self
-            .as_parallel_string()
-            .match_indices(|c| pattern.matches(c))
-            .collect();
-        super::str::MatchIndices::new(parts)
+    fn par_match_indices<P: Pattern>(&self, pattern: P) -> MatchIndices<'_, P> {
+        MatchIndices::new(self.as_parallel_string(), pattern)
     }
 }
 
