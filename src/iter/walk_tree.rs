@@ -126,6 +126,7 @@ where
     fn drive<C: Consumer<S>>(self, consumer: C) -> C::Result {
         let frontier = Prefix {
             stack: vec![self.root],
+            levels: vec![0],
             children_of: &self.children_of,
         };
         run_frontier(frontier, consumer, false)
@@ -164,6 +165,9 @@ where
 /// last (so the later ones, at the bottom, are cut off).
 struct Prefix<'b, S, B> {
     stack: Vec<S>,
+    /// Where each level's siblings start on the stack (the oldest level
+    /// first, at 0): a cut gives away half of the oldest level.
+    levels: Vec<usize>,
     children_of: &'b B,
 }
 
@@ -176,26 +180,40 @@ where
     type Item = S;
     fn next(&mut self) -> Option<S> {
         let node = self.stack.pop()?;
+        let at = self.stack.len();
+        if self.levels.last() == Some(&at) {
+            self.levels.pop();
+        }
         self.stack
             .extend((self.children_of)(&node).into_iter().rev());
+        if self.stack.len() > at {
+            self.levels.push(at);
+        }
         Some(node)
     }
     fn is_empty(&self) -> bool {
         self.stack.is_empty()
     }
     fn split_off(&mut self) -> Option<Self> {
-        if self.stack.len() < 2 {
+        let len = self.stack.len();
+        if len < 2 {
             return None;
         }
-        // The oldest subtree only: in the middle of a walk the stack holds
-        // a level's siblings above the previous level's, so the subtrees
-        // shrink towards the top (by half per level in a binary tree) and
-        // the oldest alone is about half of what is left. Half the stack
-        // would give away nearly all of it, and the thief would be asked
-        // back at once.
-        let keep = self.stack.split_off(1);
+        // Half of the oldest level's siblings (its later ones, at the
+        // bottom), at least one: in the middle of a walk the subtrees
+        // shrink towards the top (by half per level in a binary tree), so
+        // the oldest level holds most of what is left. Half the stack would
+        // give away nearly all of it, and the thief would be asked back at
+        // once; one subtree of a wide level would be too little.
+        let oldest = self.levels.get(1).copied().unwrap_or(len);
+        let cut = oldest.div_ceil(2).clamp(1, len - 1);
+        let keep = self.stack.split_off(cut);
+        let mut levels = vec![0];
+        levels.extend(self.levels.iter().filter(|&&l| l > cut).map(|l| l - cut));
+        self.levels = levels;
         Some(Prefix {
             stack: mem::replace(&mut self.stack, keep),
+            levels: vec![0],
             children_of: self.children_of,
         })
     }
@@ -253,15 +271,24 @@ where
         if self.stack.len() < 2 {
             return None;
         }
-        // The oldest subtree not entered, with the nodes below it (they
-        // come after it): about half of what is left, as for the prefix
-        // walk. A stack of nodes only (a chain's) gives half of them.
-        let cut = match self.stack[..self.stack.len() - 1]
+        // Half of the oldest level's siblings not entered (the later ones,
+        // at the bottom, at least one), with the nodes below them (they
+        // come after them), as for the prefix walk. A level's siblings lie
+        // between their parent's step and the next node's. A stack of nodes
+        // only (a chain's) gives half of them.
+        let len = self.stack.len();
+        let first = self.stack[..len - 1]
             .iter()
-            .position(|s| matches!(s, Step::Enter(_)))
-        {
-            Some(i) => i + 1,
-            None => self.stack.len() / 2,
+            .position(|s| matches!(s, Step::Enter(_)));
+        let cut = match first {
+            Some(i) => {
+                let siblings = self.stack[i..]
+                    .iter()
+                    .take_while(|s| matches!(s, Step::Enter(_)))
+                    .count();
+                (i + siblings.div_ceil(2)).min(len - 1)
+            }
+            None => len / 2,
         };
         let keep = self.stack.split_off(cut);
         Some(Postfix {
@@ -303,7 +330,11 @@ where
 
     fn fold<A, G: FnMut(A, S) -> A>(self, init: A, mut g: G) -> A {
         let PostfixBatch { walk, mut left } = self;
-        let frame = mem::size_of::<S>() + mem::size_of::<I::IntoIter>() + 64;
+        // A level's frame holds its node, its children's iterator and a few
+        // copies of the accumulator (argument, result, the fold's
+        // temporaries): a large accumulator allows little or no recursion.
+        let frame =
+            mem::size_of::<S>() + mem::size_of::<I::IntoIter>() + 4 * mem::size_of::<A>() + 128;
         let max_depth = (REC_BYTES / frame).max(1);
         let mut acc = init;
         while left > 0 {
@@ -459,6 +490,98 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A cut gives away half of the oldest level: half of a wide root's
+    /// children, one of a binary node's two; the parts together still walk
+    /// in order (checked with cuts after every item).
+    #[test]
+    fn cuts_give_half_of_the_oldest_level() {
+        let star = |&n: &usize| {
+            if n == 0 {
+                (1..=1000).collect()
+            } else {
+                Vec::new()
+            }
+        };
+        let mut pre = Prefix {
+            stack: vec![0],
+            levels: vec![0],
+            children_of: &star,
+        };
+        assert_eq!(pre.next(), Some(0));
+        let theirs = pre.split_off().expect("a cut");
+        assert_eq!((theirs.stack.len(), pre.stack.len()), (500, 500));
+        let mut post = Postfix {
+            stack: vec![Step::Enter(0)],
+            children_of: &star,
+        };
+        assert_eq!(post.next(), Some(1));
+        let theirs = post.split_off().expect("a cut");
+        // The root's step and 500 of its 999 children left.
+        assert_eq!((theirs.stack.len(), post.stack.len()), (501, 499));
+
+        for shape in 0..3u8 {
+            for len in [1, 2, 3, 7, 30, 100] {
+                let children_of = kids(len, shape);
+                let mut want = Vec::new();
+                prefix_seq(0, &children_of, &mut want);
+                let mut parts = vec![Prefix {
+                    stack: vec![0],
+                    levels: vec![0],
+                    children_of: &children_of,
+                }];
+                let mut got = Vec::new();
+                while let Some(mut walk) = parts.pop() {
+                    let mut later = Vec::new();
+                    while let Some(x) = walk.next() {
+                        got.push(x);
+                        if let Some(theirs) = walk.split_off() {
+                            assert!(!theirs.is_empty() && !walk.is_empty());
+                            later.push(theirs);
+                        }
+                    }
+                    parts.extend(later);
+                }
+                assert_eq!(got, want, "prefix shape {shape} len {len}");
+            }
+        }
+    }
+
+    fn prefix_seq(n: usize, kids: &impl Fn(&usize) -> Vec<usize>, out: &mut Vec<usize>) {
+        out.push(n);
+        for c in kids(&n) {
+            prefix_seq(c, kids, out);
+        }
+    }
+
+    /// A large fold accumulator shrinks the recursion: folding a 4 KiB
+    /// array through a 100 000-node chain on a 256 KiB stack (with the
+    /// depth bound counting only the node and the iterator, it overflows).
+    #[test]
+    fn postfix_fold_with_a_large_accumulator() {
+        let len = 100_000;
+        let counts = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || {
+                let children_of = |&n: &usize| (n + 1 < len).then_some(n + 1);
+                let mut walk = Postfix {
+                    stack: vec![Step::Enter(0)],
+                    children_of: &children_of,
+                };
+                let batch = PostfixBatch {
+                    walk: &mut walk,
+                    left: usize::MAX,
+                };
+                batch.fold([0u64; 512], |mut a, x| {
+                    a[x % 512] += 1;
+                    a
+                })
+            })
+            .expect("a thread")
+            .join()
+            .expect("no panic");
+        assert_eq!(counts.iter().sum::<u64>(), len as u64);
     }
 
     /// The recursion stops at its depth limit and the walk goes on from

@@ -32,7 +32,10 @@ pub trait Frontier: Send + Sized {
     /// Whether no item is left.
     fn is_empty(&self) -> bool;
     /// Cuts off a part of what is left, all of whose items come after
-    /// those `self` keeps; `None` if it cannot. Both parts keep items.
+    /// those `self` keeps; `None` if it cannot. Both parts should keep
+    /// items where that is cheap to know; a part may turn out to have none
+    /// (a string's part with only separators left), and then its `next`
+    /// says `None` and `is_empty` becomes true.
     fn split_off(&mut self) -> Option<Self>;
     /// Gives `folder` the next `n` items (fewer if fewer are left), all at
     /// position `pos`. A source whose items come cheaper in bulk (a walk
