@@ -20,45 +20,56 @@ mod private {
     /// What `par_split` and friends split at: a `char`, a set of them
     /// (`&[char]`, `[char; N]`, `&[char; N]`), or a predicate. Sealed.
     pub trait Pattern: Sync + Send {
+        /// Whether `c` is a separator.
+        fn matches(&self, c: char) -> bool;
         /// The first separator in `s`: its byte offset and length.
-        fn find_in(&self, s: &str) -> Option<(usize, usize)>;
+        #[inline]
+        fn find_in(&self, s: &str) -> Option<(usize, usize)> {
+            s.char_indices()
+                .find(|&(_, c)| self.matches(c))
+                .map(|(i, c)| (i, c.len_utf8()))
+        }
         /// The last separator in `s`: its byte offset and length.
-        fn rfind_in(&self, s: &str) -> Option<(usize, usize)>;
+        #[inline]
+        fn rfind_in(&self, s: &str) -> Option<(usize, usize)> {
+            s.char_indices()
+                .rev()
+                .find(|&(_, c)| self.matches(c))
+                .map(|(i, c)| (i, c.len_utf8()))
+        }
     }
 }
 use private::Pattern;
 
-/// The separator at byte `i` of `s` and its length.
-fn sep_at(s: &str, i: usize) -> (usize, usize) {
-    let len = s[i..].chars().next().map_or(0, char::len_utf8);
-    (i, len)
+impl Pattern for char {
+    #[inline]
+    fn matches(&self, c: char) -> bool {
+        *self == c
+    }
 }
-
-/// [`Pattern`] for a type that is one of std's char patterns (`str::find`
-/// searches with it: a `char` with `memchr`).
-macro_rules! std_pattern {
-    ($(impl[$($gen:tt)*] $ty:ty => |$p:ident| $pat:expr;)*) => {$(
-        impl<$($gen)*> Pattern for $ty {
-            #[inline]
-            fn find_in(&self, s: &str) -> Option<(usize, usize)> {
-                let $p = self;
-                s.find($pat).map(|i| sep_at(s, i))
-            }
-            #[inline]
-            fn rfind_in(&self, s: &str) -> Option<(usize, usize)> {
-                let $p = self;
-                s.rfind($pat).map(|i| sep_at(s, i))
-            }
-        }
-    )*};
+impl Pattern for &[char] {
+    #[inline]
+    fn matches(&self, c: char) -> bool {
+        self.contains(&c)
+    }
 }
-
-std_pattern! {
-    impl[] char => |c| *c;
-    impl[] &[char] => |c| *c;
-    impl[const N: usize] [char; N] => |c| c;
-    impl[const N: usize] &[char; N] => |c| *c;
-    impl[F: Fn(char) -> bool + Sync + Send] F => |f| f;
+impl<const N: usize> Pattern for [char; N] {
+    #[inline]
+    fn matches(&self, c: char) -> bool {
+        self.contains(&c)
+    }
+}
+impl<const N: usize> Pattern for &[char; N] {
+    #[inline]
+    fn matches(&self, c: char) -> bool {
+        self.contains(&c)
+    }
+}
+impl<F: Fn(char) -> bool + Sync + Send> Pattern for F {
+    #[inline]
+    fn matches(&self, c: char) -> bool {
+        self(c)
+    }
 }
 
 /// Parallel iteration over a string's parts: rayon's `ParallelString`,
