@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --release --example loops -- [--rounds R] [--threads N] [--pin true|false]
-//!                                         [--only empty|outside|mapsum|triad]
+//!                   [--only empty|outside|mapsum|triad|tree|split|sort]
 //! ```
 //!
 //! Each round times every contender once, in an order that rotates from
@@ -34,7 +34,11 @@
 //!   per call: terroir's hand-split spawn version (64 placed chunk tasks
 //!   per repetition), terroir's iterator version and rayon's iterator
 //!   version (`a.par_iter_mut().zip(b).zip(c).for_each(..)`), each checked
-//!   against the sequential result.
+//!   against the sequential result;
+//! - `tree`, `split`, `sort`: rayon-demo's benchmarks of `walk_tree_*`
+//!   (a 100 000-node tree summed), `par_split` (a million bytes) and
+//!   `par_sort_unstable` (random, few keys, mostly ascending), each inside
+//!   its pool.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -282,5 +286,183 @@ fn main() {
             &format!(" vs_spawn_median={med:.3} vs_spawn_min={lo:.3} vs_spawn_max={hi:.3}"),
         );
     }
+    if wants("tree") {
+        // rayon-demo's tree benchmarks: a 100 000-node tree of ranges,
+        // summed in prefix and in postfix order.
+        const SIZE: u64 = 100_000;
+        let children = |r: &std::ops::Range<u64>| {
+            let mid = (r.start + 1 + r.end) / 2;
+            std::iter::once((r.start + 1)..mid)
+                .chain(std::iter::once(mid..r.end))
+                .filter(|r| !r.is_empty())
+        };
+        let want = SIZE * (SIZE - 1) / 2;
+        for order in ["postfix", "prefix"] {
+            let post = order == "postfix";
+            let mut ratios = Vec::new();
+            for round in 0..args.rounds {
+                let [t, r] = rotated(
+                    round,
+                    [
+                        &mut || {
+                            pool.install(|| {
+                                per_run(50, || {
+                                    use terroir::iter::{walk_tree_postfix, walk_tree_prefix};
+                                    use terroir::prelude::*;
+                                    let s: u64 = if post {
+                                        walk_tree_postfix(0..SIZE, children).map(|r| r.start).sum()
+                                    } else {
+                                        walk_tree_prefix(0..SIZE, children).map(|r| r.start).sum()
+                                    };
+                                    assert_eq!(s, want);
+                                })
+                            })
+                        },
+                        &mut || {
+                            rpool.install(|| {
+                                per_run(50, || {
+                                    use rayon::iter::{walk_tree_postfix, walk_tree_prefix};
+                                    use rayon::prelude::*;
+                                    let s: u64 = if post {
+                                        walk_tree_postfix(0..SIZE, children).map(|r| r.start).sum()
+                                    } else {
+                                        walk_tree_prefix(0..SIZE, children).map(|r| r.start).sum()
+                                    };
+                                    assert_eq!(s, want);
+                                })
+                            })
+                        },
+                    ],
+                );
+                println!("loops bench=tree_{order} n={SIZE} round={round} terroir_us={t:.1} rayon_us={r:.1} ratio={:.3}", t / r);
+                ratios.push(t / r);
+            }
+            summary(&format!("tree_{order}"), SIZE as usize, ratios, "");
+        }
+    }
+
+    if wants("split") {
+        // rayon-demo's str_split: a million bytes of "abcdefg " shuffled,
+        // split at a char, at any of four chars, by a closure.
+        let mut bytes: Vec<u8> = b"abcdefg "
+            .iter()
+            .copied()
+            .cycle()
+            .take(1_000_000)
+            .collect();
+        let mut rnd = xorshift(0x9E37_79B9_7F4A_7C15);
+        for i in (1..bytes.len()).rev() {
+            bytes.swap(i, (rnd() % (i as u64 + 1)) as usize);
+        }
+        let text = String::from_utf8(bytes).expect("ASCII");
+        let want = text.split(' ').count();
+        const WS: &[char] = &['\r', '\n', ' ', '\t'];
+        for (name, kind) in [("split_char", 0), ("split_chars", 1), ("split_fn", 2)] {
+            let mut ratios = Vec::new();
+            for round in 0..args.rounds {
+                let [t, r] = rotated(
+                    round,
+                    [
+                        &mut || {
+                            pool.install(|| {
+                                per_run(20, || {
+                                    use terroir::prelude::*;
+                                    let n = match kind {
+                                        0 => text.par_split(' ').count(),
+                                        1 => text.par_split(WS).count(),
+                                        _ => text.par_split(|c| c == ' ').count(),
+                                    };
+                                    assert_eq!(n, want);
+                                })
+                            })
+                        },
+                        &mut || {
+                            rpool.install(|| {
+                                per_run(20, || {
+                                    use rayon::prelude::*;
+                                    let n = match kind {
+                                        0 => text.par_split(' ').count(),
+                                        1 => text.par_split(WS).count(),
+                                        _ => text.par_split(|c| c == ' ').count(),
+                                    };
+                                    assert_eq!(n, want);
+                                })
+                            })
+                        },
+                    ],
+                );
+                println!("loops bench={name} n={} round={round} terroir_us={t:.0} rayon_us={r:.0} ratio={:.3}", text.len(), t / r);
+                ratios.push(t / r);
+            }
+            summary(name, text.len(), ratios, "");
+        }
+    }
+
+    if wants("sort") {
+        // par_sort_unstable of a million random u64s, of a million u64s
+        // of 16 keys, and of 50 000 ascending u64s with 223 random swaps
+        // (rayon-demo's "mostly ascending").
+        let mut rnd = xorshift(0x2545_F491_4F6C_DD1D);
+        let random: Vec<u64> = (0..1_000_000).map(|_| rnd()).collect();
+        let few: Vec<u64> = random.iter().map(|k| k % 16).collect();
+        let mut mostly: Vec<u64> = (0..50_000).collect();
+        for _ in 0..223 {
+            let (x, y) = ((rnd() % 50_000) as usize, (rnd() % 50_000) as usize);
+            mostly.swap(x, y);
+        }
+        for (name, data) in [
+            ("sort_random", &random),
+            ("sort_few_keys", &few),
+            ("sort_mostly_ascending", &mostly),
+        ] {
+            let reps = if data.len() > 100_000 { 5 } else { 100 };
+            // Only the sort is timed (each run sorts a fresh copy).
+            let timed = |sort: &dyn Fn(&mut Vec<u64>)| {
+                let mut total = 0.0;
+                for _ in 0..reps {
+                    let mut w = data.clone();
+                    let t = Instant::now();
+                    sort(&mut w);
+                    total += t.elapsed().as_secs_f64();
+                    assert!(w.windows(2).all(|p| p[0] <= p[1]));
+                }
+                total * 1e6 / reps as f64
+            };
+            let mut ratios = Vec::new();
+            for round in 0..args.rounds {
+                let [t, r] = rotated(
+                    round,
+                    [
+                        &mut || {
+                            timed(&|w| {
+                                use terroir::prelude::*;
+                                pool.install(|| w.par_sort_unstable());
+                            })
+                        },
+                        &mut || {
+                            timed(&|w| {
+                                use rayon::prelude::*;
+                                rpool.install(|| w.par_sort_unstable());
+                            })
+                        },
+                    ],
+                );
+                println!("loops bench={name} n={} round={round} terroir_us={t:.0} rayon_us={r:.0} ratio={:.3}", data.len(), t / r);
+                ratios.push(t / r);
+            }
+            summary(name, data.len(), ratios, "");
+        }
+    }
+
     println!("{}", pool.stats());
+}
+
+/// A xorshift generator (deterministic data, no dependency).
+fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
 }
