@@ -41,6 +41,15 @@ pub(super) const FREE_NS: u64 = 30;
 /// gain).
 pub(super) const WAKE_AFTER_US: u64 = 50;
 
+/// Loop runs nested on one thread's stack (each split nests the rest of
+/// its run in a `join_to`; a worker waiting for a half runs other halves
+/// on top) beyond which a run does not split. Halving alone nests about
+/// log₂ of the units; a placed run whose halves nobody takes can also
+/// wait, take its own oldest half from its node's queue (first in, first
+/// out) and split that again, which nested 128 runs deep (about 1 MiB of
+/// a debug build's stack) on the test machine.
+pub(super) const MAX_DEPTH: u32 = 48;
+
 /// Split stress (a testing aid): split after every batch, whether asked
 /// or not.
 static STRESS: AtomicBool = AtomicBool::new(false);
@@ -355,8 +364,11 @@ where
     // only for pieces that split for free. Not after a batch that took
     // no measurable time (those grow fast and stay short: the offer
     // would cost more than they do).
-    let offering =
-        run.split && !run.node_only && matches!(run.to, To::Deque) && piece.split_cheap();
+    let offering = run.split
+        && !run.node_only
+        && matches!(run.to, To::Deque)
+        && piece.split_cheap()
+        && depth < MAX_DEPTH;
     let mut last_free = false;
     // The loop's own start for its first run; a clock read for the others.
     let mut t = if pos == 0 && lp.started != 0 {
@@ -484,8 +496,14 @@ where
         }
         batch = batch.clamp(smallest, max_len);
         t = now;
-        // A run that saw a panic does not split (it ends soon).
-        if run.split && rest / 2 >= min_len && rest >= 2 && done.panic.is_none() {
+        // A run that saw a panic does not split (it ends soon), nor one
+        // [`MAX_DEPTH`] runs deep on this thread's stack.
+        if run.split
+            && rest / 2 >= min_len
+            && rest >= 2
+            && done.panic.is_none()
+            && depth < MAX_DEPTH
+        {
             let long = now.saturating_sub(lp.started) >= lp.wake_ticks;
             let stress = STRESS.load(Ordering::Relaxed) && depth < STRESS_DEPTH;
             // A long loop keeps half of what is left published while other
@@ -526,7 +544,34 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::{next_batch, MAX_GROWTH};
+    use super::{next_batch, Nested, MAX_DEPTH, MAX_GROWTH};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// A run [`MAX_DEPTH`] runs deep on its thread's stack does not split,
+    /// even a long one with an idle worker beside it (one not that deep
+    /// hands half of such a loop over within microseconds).
+    #[test]
+    fn a_run_deep_on_the_stack_does_not_split() {
+        use crate::iter::{IntoParallelIterator, ParallelIterator};
+        let pool = crate::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("a pool");
+        pool.install(|| {
+            let _deep: Vec<Nested> = (0..MAX_DEPTH).map(|_| Nested::enter().0).collect();
+            let me = crate::current_thread_index();
+            let elsewhere = AtomicUsize::new(0);
+            (0..2000u32).into_par_iter().for_each(|_| {
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_micros(5) {}
+                if crate::current_thread_index() != me {
+                    elsewhere.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            assert_eq!(elsewhere.load(Ordering::Relaxed), 0);
+        });
+    }
 
     /// 10 µs at 1 tick per ns; 30 ns free.
     const TARGET: u64 = 10_000;
