@@ -555,13 +555,15 @@ mod tests {
         }
     }
 
-    /// A large fold accumulator shrinks the recursion: folding a 4 KiB
-    /// array through a 100 000-node chain on a 256 KiB stack (with the
-    /// depth bound counting only the node and the iterator, it overflows).
-    #[test]
-    fn postfix_fold_with_a_large_accumulator() {
-        let len = 100_000;
-        let counts = std::thread::Builder::new()
+    /// Folds the postfix walk of a chain of `len` nodes (`0 → 1 → …`) in
+    /// one batch, on a thread with a 256 KiB stack; also checks that the
+    /// batch took the whole walk.
+    fn fold_chain_on_a_small_stack<A: Send + 'static>(
+        len: usize,
+        init: A,
+        f: impl FnMut(A, usize) -> A + Send + 'static,
+    ) -> A {
+        std::thread::Builder::new()
             .stack_size(256 << 10)
             .spawn(move || {
                 let children_of = |&n: &usize| (n + 1 < len).then_some(n + 1);
@@ -573,15 +575,25 @@ mod tests {
                     walk: &mut walk,
                     left: usize::MAX,
                 };
-                batch.fold([0u64; 512], |mut a, x| {
-                    a[x % 512] += 1;
-                    a
-                })
+                let acc = batch.fold(init, f);
+                assert!(walk.is_empty());
+                acc
             })
             .expect("a thread")
             .join()
-            .expect("no panic");
-        assert_eq!(counts.iter().sum::<u64>(), len as u64);
+            .expect("no panic")
+    }
+
+    /// A large fold accumulator shrinks the recursion: folding a 4 KiB
+    /// array through a 100 000-node chain on a 256 KiB stack (with the
+    /// depth bound counting only the node and the iterator, it overflows).
+    #[test]
+    fn postfix_fold_with_a_large_accumulator() {
+        let counts = fold_chain_on_a_small_stack(100_000, [0u64; 512], |mut a, x| {
+            a[x % 512] += 1;
+            a
+        });
+        assert_eq!(counts.iter().sum::<u64>(), 100_000);
     }
 
     /// The recursion stops at its depth limit and the walk goes on from
@@ -589,29 +601,10 @@ mod tests {
     /// with a 256 KiB stack (without the limit it overflows the stack).
     #[test]
     fn postfix_fold_beyond_the_depth_limit() {
-        let len = 200_000;
-        let got = std::thread::Builder::new()
-            .stack_size(256 << 10)
-            .spawn(move || {
-                let children_of = |&n: &usize| (n + 1 < len).then_some(n + 1);
-                let mut walk = Postfix {
-                    stack: vec![Step::Enter(0)],
-                    children_of: &children_of,
-                };
-                let batch = PostfixBatch {
-                    walk: &mut walk,
-                    left: usize::MAX,
-                };
-                let got: Vec<usize> = batch.fold(Vec::new(), |mut v, x| {
-                    v.push(x);
-                    v
-                });
-                assert!(walk.is_empty());
-                got
-            })
-            .expect("a thread")
-            .join()
-            .expect("no panic");
-        assert!(got.into_iter().eq((0..len).rev()));
+        let got = fold_chain_on_a_small_stack(200_000, Vec::new(), |mut v, x| {
+            v.push(x);
+            v
+        });
+        assert!(got.into_iter().eq((0..200_000).rev()));
     }
 }
