@@ -3,11 +3,13 @@
 # free lists, magazines, thread caches, remote-free batching and fork-safe
 # locks, over the stand-in kernel of src/numa/sys/heap.rs), NodeVec and
 # NodeBox, the status handling of migrate, and the stand-in itself; the
-# private-continuation list of `join`, the offer list of loops, and the latches (with plain threads
-# as thieves and setters: a worker needs getcpu, which Miri lacks); and
-# the C API's handle tables (capi/src/handle.rs, from plain threads). Tests
-# of these modules that ask the real kernel something are #[ignore]d under
-# Miri (cfg_attr(miri, ignore = "...")); the rest run with loops shortened.
+# private-continuation list of `join`, the offer list of loops, and the
+# latches (with plain threads as thieves and setters: a worker needs
+# getcpu, which Miri lacks); the merge of the stable parallel sort (its
+# bitwise copies, on one thread); and the C API's handle tables
+# (capi/src/handle.rs, from plain threads). Tests of these modules that ask
+# the real kernel something are #[ignore]d under Miri
+# (cfg_attr(miri, ignore = "...")); the rest run with loops shortened.
 #
 #   scripts/miri.sh            # the subset below, with -Zmiri-strict-provenance
 #   MIRIFLAGS=-Zmiri-seed=7 scripts/miri.sh   # flags are added to ours
@@ -18,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SUBSET=(pool::slab:: pool::placed:: pool::placement:: numa::migrate:: numa::sys::heap:: sched::latch:: sched::join::private:: sched::join::offer::)
+SUBSET=(pool::slab:: pool::placed:: pool::placement:: numa::migrate:: numa::sys::heap:: sched::latch:: sched::join::private:: sched::join::offer:: iter::slice::merge::)
 CAPI_SUBSET=(handle::)
 
 skip() {

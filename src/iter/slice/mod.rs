@@ -8,6 +8,7 @@
 //! [`crate::iter`]).
 
 mod chunks;
+mod merge;
 mod sort;
 
 use std::mem;
@@ -601,7 +602,7 @@ pub trait ParallelSliceMut<T: Send> {
     where
         T: Ord,
     {
-        sort::stable(self.as_parallel_slice_mut(), &T::cmp);
+        merge::stable(self.as_parallel_slice_mut(), &T::cmp);
     }
 
     /// Sorts the slice with `compare`, stably.
@@ -616,7 +617,7 @@ pub trait ParallelSliceMut<T: Send> {
     where
         F: Fn(&T, &T) -> std::cmp::Ordering + Sync,
     {
-        sort::stable(self.as_parallel_slice_mut(), &compare);
+        merge::stable(self.as_parallel_slice_mut(), &compare);
     }
 
     /// Sorts the slice by the key `f` gives, stably.
@@ -625,7 +626,7 @@ pub trait ParallelSliceMut<T: Send> {
         K: Ord,
         F: Fn(&T) -> K + Sync,
     {
-        sort::stable(self.as_parallel_slice_mut(), &|a, b| f(a).cmp(&f(b)));
+        merge::stable(self.as_parallel_slice_mut(), &|a, b| f(a).cmp(&f(b)));
     }
 
     /// Sorts the slice by the key `f` gives, computing each key once (in
