@@ -1,5 +1,6 @@
-//! The stable parallel sort: a merge sort on `join`. Parts of at most
-//! [`SEQUENTIAL`] elements are sorted by the standard library's stable
+//! The stable parallel sort: a merge sort on `join`. Parts of about an
+//! eighth of the slice per worker ([`LEAVES_PER_THREAD`]; at least
+//! [`SEQUENTIAL`] elements) are sorted by the standard library's stable
 //! sort; two sorted halves are merged into a buffer, the merge itself
 //! split in parallel (the longer run cut at its middle, the other at the
 //! matching place found by binary search), then copied back.
@@ -19,6 +20,13 @@ use std::ptr;
 
 use super::sort::{presorted, seq, SEQUENTIAL};
 
+/// The stable sort cuts a slice into about this many parts per worker
+/// (of at least [`SEQUENTIAL`] elements) for the standard library's sort:
+/// enough to balance the load, few enough that few merge passes remain
+/// (the standard library's sort is faster per element than a merge pass
+/// here).
+const LEAVES_PER_THREAD: usize = 8;
+
 /// Below this many elements (both runs together) a merge is sequential.
 const MERGE_SEQUENTIAL: usize = 1 << 12;
 
@@ -31,6 +39,9 @@ where
     T: Send,
     F: Fn(&T, &T) -> Ordering + Sync,
 {
+    if size_of::<T>() == 0 {
+        return; // nothing to order (as in the standard library and rayon)
+    }
     if v.len() <= SEQUENTIAL {
         seq(v, cmp, true);
         return;
@@ -38,29 +49,21 @@ where
     if presorted(v, cmp) {
         return;
     }
-    sort_buffered(v, cmp);
-}
-
-/// [`stable`] past its first look at `v`'s order: with a buffer as long
-/// as `v`.
-pub(super) fn sort_buffered<T, F>(v: &mut [T], cmp: &F)
-where
-    T: Send,
-    F: Fn(&T, &T) -> Ordering + Sync,
-{
+    let leaf = SEQUENTIAL.max(v.len() / (LEAVES_PER_THREAD * crate::current_num_threads()));
     let mut buf: Vec<T> = Vec::with_capacity(v.len());
     // The buffer's slots are only ever written and copied out of: `buf`
     // keeps length 0, so it never drops what they hold.
-    sort(v, &mut buf.spare_capacity_mut()[..v.len()], cmp);
+    sort(v, &mut buf.spare_capacity_mut()[..v.len()], cmp, leaf);
 }
 
-/// Sorts `v` (stably), `buf` (as long) as scratch space.
-fn sort<T, F>(v: &mut [T], buf: &mut [MaybeUninit<T>], cmp: &F)
+/// Sorts `v` (stably), `buf` (as long) as scratch space, parts of at most
+/// `leaf` elements by the standard library's sort.
+fn sort<T, F>(v: &mut [T], buf: &mut [MaybeUninit<T>], cmp: &F, leaf: usize)
 where
     T: Send,
     F: Fn(&T, &T) -> Ordering + Sync,
 {
-    if v.len() <= SEQUENTIAL {
+    if v.len() <= leaf {
         seq(v, cmp, true);
         return;
     }
@@ -68,14 +71,16 @@ where
     {
         let (left, right) = v.split_at_mut(mid);
         let (bl, br) = buf.split_at_mut(mid);
-        crate::join(|| sort(left, bl, cmp), || sort(right, br, cmp));
+        crate::join(|| sort(left, bl, cmp, leaf), || sort(right, br, cmp, leaf));
     }
     if cmp(&v[mid - 1], &v[mid]) != Ordering::Greater {
         return; // the halves are in order already
     }
     let (left, right) = v.split_at_mut(mid);
     merge(left, right, buf, cmp);
-    copy_back(buf, v);
+    // SAFETY: `merge` returned, so it filled `buf` from the two halves that
+    // make up `v`, untouched since.
+    unsafe { copy_back(buf, v) };
 }
 
 /// Merges the sorted runs `left` and `right` (`left` first among equals)
@@ -149,15 +154,24 @@ where
 /// Moves the merged elements in `buf` back over `v` (as long), which
 /// holds the same elements in their old order: overwritten, not dropped.
 ///
-/// `buf` must have been filled by [`merge`] (or [`merge_seq`]) from the
-/// two runs that make up `v`, which nothing has touched since.
-pub(super) fn copy_back<T: Send>(buf: &mut [MaybeUninit<T>], v: &mut [T]) {
+/// # Safety
+///
+/// `buf` must have been filled by [`merge`] (or [`merge_seq`], returned
+/// without a panic) from the two runs that make up `v`, which nothing has
+/// touched since.
+pub(super) unsafe fn copy_back<T: Send>(buf: &mut [MaybeUninit<T>], v: &mut [T]) {
     assert_eq!(buf.len(), v.len(), "copy back lengths");
     if v.len() > COPY_SEQUENTIAL {
         let mid = v.len() / 2;
         let (b1, b2) = buf.split_at_mut(mid);
         let (v1, v2) = v.split_at_mut(mid);
-        crate::join(|| copy_back(b1, v1), || copy_back(b2, v2));
+        // SAFETY: the two halves (split at the same place, neither can
+        // panic) together copy all of `buf` over all of `v`, which the
+        // caller's promise allows; the split only divides the copying.
+        let first = || unsafe { copy_back(b1, v1) };
+        // SAFETY: the other half of the same copy.
+        let second = || unsafe { copy_back(b2, v2) };
+        crate::join(first, second);
         return;
     }
     // SAFETY: the merge wrote every slot of `buf` with a bitwise copy of a
@@ -201,7 +215,8 @@ mod tests {
             let dest: &mut [MaybeUninit<Counted<'_>>] = &mut buf.spare_capacity_mut()[..v.len()];
             let (left, right) = v.split_at(a.len());
             merge_seq(left, right, dest, &cmp);
-            copy_back(dest, &mut v);
+            // SAFETY: `merge_seq` returned: `dest` holds the two runs of `v`.
+            unsafe { copy_back(dest, &mut v) };
         }))
         .map_err(|_| ());
         let keys = v.iter().map(|c| c.0).collect();
