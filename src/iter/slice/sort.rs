@@ -569,6 +569,17 @@ mod tests {
         }
     }
 
+    /// Zero-sized elements have no order to find: even 2^60 of them
+    /// return at once (the shape survey's sample index overflowed).
+    #[test]
+    fn zero_sized_elements_return_at_once() {
+        let mut v = vec![(); 1 << 60];
+        v.par_sort_unstable();
+        v.par_sort();
+        v.par_sort_by(|a, b| a.cmp(b));
+        assert_eq!(v.len(), 1 << 60);
+    }
+
     /// Periodic input (a sawtooth) does not give bad pivots level after
     /// level: after an unbalanced partition a few elements are swapped
     /// around first, as in pdqsort (2^20 elements of period 1024: 14.5
