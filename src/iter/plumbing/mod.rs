@@ -22,7 +22,7 @@
 //!   another worker asks for work (see the module docs of
 //!   [`crate::iter`]).
 
-mod clock;
+pub(crate) mod clock;
 mod drive;
 mod frontier;
 mod run;

@@ -14,11 +14,12 @@
 //! element exactly once: a panic before the copy back leaves that range as
 //! it was, and a merge writes each slot once whatever the comparator says.
 
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::mem::MaybeUninit;
 use std::ptr;
 
-use super::sort::{presorted, seq, SEQUENTIAL};
+use super::sort::{polled, presorted, seq, slow_comparator, SEQUENTIAL};
 
 /// The stable sort cuts a slice into about this many parts per worker
 /// (of at least [`SEQUENTIAL`] elements) for the standard library's sort:
@@ -43,7 +44,7 @@ where
         return; // nothing to order (as in the standard library and rayon)
     }
     if v.len() <= SEQUENTIAL {
-        seq(v, cmp, true);
+        seq(v, cmp, true, false);
         return;
     }
     if presorted(v, cmp) {
@@ -53,25 +54,30 @@ where
     let mut buf: Vec<T> = Vec::with_capacity(v.len());
     // The buffer's slots are only ever written and copied out of: `buf`
     // keeps length 0, so it never drops what they hold.
-    sort(v, &mut buf.spare_capacity_mut()[..v.len()], cmp, leaf);
+    let poll = slow_comparator(v, cmp);
+    sort(v, &mut buf.spare_capacity_mut()[..v.len()], cmp, leaf, poll);
 }
 
 /// Sorts `v` (stably), `buf` (as long) as scratch space, parts of at most
-/// `leaf` elements by the standard library's sort.
-fn sort<T, F>(v: &mut [T], buf: &mut [MaybeUninit<T>], cmp: &F, leaf: usize)
+/// `leaf` elements by the standard library's sort (which serves thieves
+/// if `poll`: the comparator is slow).
+fn sort<T, F>(v: &mut [T], buf: &mut [MaybeUninit<T>], cmp: &F, leaf: usize, poll: bool)
 where
     T: Send,
     F: Fn(&T, &T) -> Ordering + Sync,
 {
     if v.len() <= leaf {
-        seq(v, cmp, true);
+        seq(v, cmp, true, poll);
         return;
     }
     let mid = v.len() / 2;
     {
         let (left, right) = v.split_at_mut(mid);
         let (bl, br) = buf.split_at_mut(mid);
-        crate::join(|| sort(left, bl, cmp, leaf), || sort(right, br, cmp, leaf));
+        crate::join(
+            || sort(left, bl, cmp, leaf, poll),
+            || sort(right, br, cmp, leaf, poll),
+        );
     }
     if cmp(&v[mid - 1], &v[mid]) != Ordering::Greater {
         return; // the halves are in order already
@@ -129,8 +135,10 @@ where
     F: Fn(&T, &T) -> Ordering,
 {
     assert_eq!(left.len() + right.len(), dest.len(), "merge lengths");
+    let calls = Cell::new(0);
     let (mut i, mut j) = (0, 0);
     for slot in dest.iter_mut() {
+        polled(&calls);
         // i + j slots are written, fewer than both runs hold: one of the
         // two has an element left.
         let from_right =

@@ -34,7 +34,9 @@ use std::cmp::Ordering;
 use std::panic::{self, AssertUnwindSafe};
 
 use super::ParallelSliceMut;
+use crate::iter::plumbing::clock;
 use crate::iter::{IndexedParallelIterator, IntoParallelRefMutIterator, ParallelIterator};
+use crate::sched::WorkerThread;
 
 /// Below this many elements a part is sorted sequentially.
 pub(super) const SEQUENTIAL: usize = 1 << 12;
@@ -84,16 +86,17 @@ where
         return; // nothing to order (as in the standard library and rayon)
     }
     if v.len() <= SEQUENTIAL {
-        seq(v, cmp, false);
+        seq(v, cmp, false, false);
         return;
     }
+    let poll = slow_comparator(v, cmp);
     let mostly = match survey(v, cmp) {
         Shape::Sorted => return,
         Shape::Mostly => true,
         Shape::Other => false,
     };
     let depth = 2 * (usize::BITS - v.len().leading_zeros());
-    quick(v, cmp, depth, None, mostly, Flags::FRESH);
+    quick(v, cmp, poll, depth, None, mostly, Flags::FRESH);
 }
 
 /// What [`survey`] found.
@@ -180,7 +183,9 @@ impl Flags {
 /// `mostly`: the slice was mostly sorted ([`survey`]), so parts go on
 /// being partitioned here down to [`SMALL`] elements rather than handed to
 /// the standard library's sort (which does not look for order inside a
-/// slice) below [`SEQUENTIAL`]. `last`: what the partition that made `v`
+/// slice) below [`SEQUENTIAL`]. `poll`: the comparator is slow
+/// ([`slow_comparator`]): the standard library's sorts count its calls and
+/// serve thieves ([`polled`]). `last`: what the partition that made `v`
 /// found. After an unbalanced one, a few elements are swapped around
 /// first ([`break_patterns`]), so that a periodic or adversarial input does
 /// not give bad pivots level after level. After a balanced one that moved
@@ -189,6 +194,7 @@ impl Flags {
 fn quick<'a, T, F>(
     mut v: &'a mut [T],
     cmp: &F,
+    poll: bool,
     mut depth: u32,
     mut pred: Option<&'a mut T>,
     mut mostly: bool,
@@ -200,7 +206,7 @@ fn quick<'a, T, F>(
     loop {
         let n = v.len();
         if depth == 0 || n <= SMALL || (n <= SEQUENTIAL && !mostly) {
-            seq(v, cmp, false);
+            seq(v, cmp, false, poll);
             return;
         }
         if !last.balanced {
@@ -246,18 +252,18 @@ fn quick<'a, T, F>(
         };
         if n > SEQUENTIAL {
             crate::join(
-                || quick(left, cmp, depth, pred, mostly, child),
-                || quick(right, cmp, depth, Some(pivot), mostly, child),
+                || quick(left, cmp, poll, depth, pred, mostly, child),
+                || quick(right, cmp, poll, depth, Some(pivot), mostly, child),
             );
             return;
         }
         // The shorter part by recursion, the longer one by the loop (the
         // stack stays logarithmic).
         if left.len() < right.len() {
-            quick(left, cmp, depth, pred, mostly, child);
+            quick(left, cmp, poll, depth, pred, mostly, child);
             (v, pred) = (right, Some(pivot));
         } else {
-            quick(right, cmp, depth, Some(pivot), mostly, child);
+            quick(right, cmp, poll, depth, Some(pivot), mostly, child);
             v = left;
         }
         last = found;
@@ -382,6 +388,11 @@ where
 /// answers (a comparator that is not a total order leaves the parts
 /// unordered, every element still in `v`).
 fn partition<T>(v: &mut [T], mostly: bool, goes_first: impl Fn(&T, &T) -> bool) -> (usize, Moved) {
+    let calls = Cell::new(0);
+    let goes_first = |x: &T, p: &T| {
+        polled(&calls);
+        goes_first(x, p)
+    };
     let (pivot, rest) = v.split_first_mut().expect("a pivot");
     let n = rest.len();
     let mut l = 0;
@@ -439,10 +450,66 @@ enum Moved {
     All,
 }
 
+/// A worker that runs a comparison-bound loop of a sort (a partition, a
+/// merge, with a slow comparator the standard library's sort of a part)
+/// serves thieves every this many comparisons: its pending `join`
+/// continuations become stealable only when it polls (see
+/// `src/sched/README.md` §1), and with an expensive comparator
+/// (rayon-demo's takes two cosines and two atomic operations) a part of
+/// 4096 elements takes milliseconds: rayon-demo's sort of 50 000 `u64`s
+/// by that comparator took 2.0 times rayon's time without these polls.
+const POLL_EVERY: u32 = 256;
+
+/// A comparator slower than this (ns per call) is slow for
+/// [`slow_comparator`].
+const SLOW_NS: u64 = 10;
+
+/// Whether `cmp` takes more than [`SLOW_NS`] per call, timed on the 32
+/// pairs of adjacent elements at the start of `v` (at least 33), the
+/// second time round (the first brings them into the cache: timed cold,
+/// `u64`s spread over 8 MB took 100 ns per call).
+pub(super) fn slow_comparator<T, F>(v: &[T], cmp: &F) -> bool
+where
+    F: Fn(&T, &T) -> Ordering,
+{
+    const PAIRS: usize = 32;
+    let pairs = || {
+        for w in v[..=PAIRS].windows(2) {
+            std::hint::black_box(cmp(&w[0], &w[1]));
+        }
+    };
+    pairs();
+    let start = clock::now();
+    pairs();
+    let ticks = clock::now().saturating_sub(start);
+    ticks * 1000 > SLOW_NS * PAIRS as u64 * clock::ticks_per_us()
+}
+
+/// Counts a comparison in `calls`; every [`POLL_EVERY`]th serves a thief
+/// that asked this worker for work (promotes its oldest continuation).
+#[inline(always)]
+pub(super) fn polled(calls: &Cell<u32>) {
+    let c = calls.get() + 1;
+    if c == POLL_EVERY {
+        calls.set(0);
+        poll_thieves();
+    } else {
+        calls.set(c);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn poll_thieves() {
+    if let Some(wt) = WorkerThread::current() {
+        wt.poll();
+    }
+}
+
 /// Sorts `v` by `cmp` with the standard library's stable sort (`stable`)
 /// or its unstable one: a panic of `cmp` propagates, one of the standard library about `cmp` not being a total
 /// order is swallowed (the elements are all still in `v`, in some order).
-pub(super) fn seq<T, F>(v: &mut [T], cmp: &F, stable: bool)
+pub(super) fn seq<T, F>(v: &mut [T], cmp: &F, stable: bool, poll: bool)
 where
     F: Fn(&T, &T) -> Ordering,
 {
@@ -454,21 +521,27 @@ where
         }
     }
     let user_panicked = Cell::new(false);
-    let mut c = |a: &T, b: &T| {
+    let c = |a: &T, b: &T| {
         let guard = Unwinding(&user_panicked);
         let r = cmp(a, b);
         std::mem::forget(guard);
         r
     };
+    let calls = Cell::new(0);
+    let polling = |a: &T, b: &T| {
+        polled(&calls);
+        c(a, b)
+    };
     // The sorts see the comparator's own type (not a `dyn` one), so that
     // it is inlined: through a `dyn FnMut` the unstable sort of a million
-    // `u64`s took as long as the standard library's sequential sort.
-    let sorted = panic::catch_unwind(AssertUnwindSafe(|| {
-        if stable {
-            v.sort_by(&mut c);
-        } else {
-            v.sort_unstable_by(&mut c);
-        }
+    // `u64`s took as long as the standard library's sequential sort. Only
+    // a slow comparator is counted for polls ([`slow_comparator`]): the
+    // count alone made that sort 1.5 times slower.
+    let sorted = panic::catch_unwind(AssertUnwindSafe(|| match (stable, poll) {
+        (true, false) => v.sort_by(c),
+        (true, true) => v.sort_by(polling),
+        (false, false) => v.sort_unstable_by(c),
+        (false, true) => v.sort_unstable_by(polling),
     }));
     if let Err(p) = sorted {
         if user_panicked.get() {
@@ -569,11 +642,26 @@ mod tests {
         }
     }
 
+    /// A comparator that spins for a microsecond is slow (its sorts poll
+    /// for thieves); `u64`'s is not, in one of five tries at least (a
+    /// preemption inside the 32 timed calls could make one try slow).
+    #[test]
+    fn slow_comparators_are_told_apart() {
+        let v: Vec<u64> = (0..64).rev().collect();
+        let spin = |a: &u64, b: &u64| {
+            let t = std::time::Instant::now();
+            while t.elapsed() < std::time::Duration::from_micros(1) {}
+            a.cmp(b)
+        };
+        assert!(super::slow_comparator(&v, &spin));
+        assert!((0..5).any(|_| !super::slow_comparator(&v, &u64::cmp)));
+    }
+
     /// Zero-sized elements have no order to find: even 2^60 of them
     /// return at once (the shape survey's sample index overflowed).
     #[test]
     fn zero_sized_elements_return_at_once() {
-        let mut v = vec![(); 1 << 60];
+        let mut v = [(); 1 << 60];
         v.par_sort_unstable();
         v.par_sort();
         v.par_sort_by(|a, b| a.cmp(b));
