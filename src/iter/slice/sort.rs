@@ -8,8 +8,9 @@
 //!   partition pass (less; not less), both parts sorted in parallel. A part
 //!   whose pivot equals the pivot before it first takes the elements equal
 //!   to it out, as pdqsort does, so many equal keys cost little.
-//! - Random input: a branchless partition pass, and the standard library's
-//!   unstable sort below [`SEQUENTIAL`] elements.
+//! - Random input: a branchless partition pass (Hoare's for elements over
+//!   [`BIG`] bytes), and the standard library's unstable sort below
+//!   [`SEQUENTIAL`] elements.
 //! - Mostly sorted input: Hoare's partition pass (few elements move) and
 //!   pdqsort's partial insertion sort on parts that look sorted, down to
 //!   [`SMALL`] elements: about 10 comparisons per element on rayon-demo's
@@ -539,7 +540,11 @@ where
     };
     let calls = Cell::new(0);
     let polling = |a: &T, b: &T| {
+        // Under the guard too: a panic of the poll (a runtime bug) must
+        // propagate, not pass for the standard library's complaint.
+        let guard = Unwinding(&user_panicked);
         polled(&calls);
+        std::mem::forget(guard);
         c(a, b)
     };
     // The sorts see the comparator's own type (not a `dyn` one), so that
