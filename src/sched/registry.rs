@@ -2,7 +2,7 @@
 //! steal plans), the global pool, starting and stopping the workers, and
 //! entering the pool from outside.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 use crossbeam_deque::{Injector, Worker};
@@ -269,7 +269,7 @@ impl Registry {
                 CachePadded::new(WorkerInfo {
                     pinned_to: OnceLock::new(),
                     stealer: d.stealer(),
-                    request: AtomicBool::new(false),
+                    request: AtomicU8::new(0),
                     busy: AtomicBool::new(false),
                     job_seq: AtomicU64::new(0),
                     seat,

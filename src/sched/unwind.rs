@@ -339,7 +339,9 @@ mod tests {
             pool.install(|| {
                 let wt = WorkerThread::current().expect("a worker");
                 // As a thief would: ask for a continuation.
-                wt.info().request.store(true, Ordering::Relaxed);
+                wt.info()
+                    .request
+                    .store(crate::sched::worker::ASKED, Ordering::Relaxed);
                 hooks::PANIC_IN_PROMOTE.with(|h| h.set(true));
                 crate::join(
                     || a_ran.store(true, Ordering::SeqCst),

@@ -2,7 +2,7 @@
 //! looks for work (in the order of its steal plan, see `policy.rs`).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -19,12 +19,29 @@ use super::thread_pool::Yield;
 use super::unwind::{AbortOnUnwind, WorkerLoopRuns};
 use crate::numa::CpuSet;
 
+/// A [`WorkerInfo::request`] bit: a thief that found nothing asks this
+/// worker for work.
+pub(crate) const ASKED: u8 = 1;
+
+/// A [`WorkerInfo::request`] bit: a worker registered as sleeping and
+/// nobody searches (`Sleep::sleepers_unwatched`, counting that worker), so
+/// no thief will ask; the next `join` publishes its oldest continuation,
+/// whose push wakes a sleeper. Set on every worker by the one that parks
+/// (see `WorkerThread::watch_sleepers`), so that `join`'s poll reads one
+/// byte of its own instead of also decoding the shared sleep word every
+/// time. Cleared only by a promotion that published something (or a loop
+/// split): its push re-reads the live sleep state and wakes a sleeper if
+/// nobody searches.
+pub(crate) const UNWATCHED: u8 = 2;
+
 /// What other threads may touch of a worker.
 pub(crate) struct WorkerInfo {
     pub(super) stealer: Stealer<JobRef>,
-    /// Set by a thief that found nothing: "please expose a continuation".
-    /// A hint only (Relaxed): the job itself is published by the deque.
-    pub(super) request: AtomicBool,
+    /// "Please expose a continuation": [`ASKED`] set by a thief that found
+    /// nothing, [`UNWATCHED`] by a worker that went to sleep leaving
+    /// sleepers and no searcher. A hint only (Relaxed): the job itself is
+    /// published by the deque. `join`'s poll reads this one byte.
+    pub(super) request: AtomicU8,
     /// Whether the worker runs a job (and so may hold private
     /// continuations). Written only by the worker, on transitions.
     pub(super) busy: AtomicBool,
@@ -419,10 +436,129 @@ impl WorkerThread {
         let reg = &*self.registry;
         for v in reg.plans[self.index].workers_in_order() {
             let info = &reg.workers[v];
-            if info.busy.load(Ordering::Relaxed) && !info.request.load(Ordering::Relaxed) {
-                info.request.store(true, Ordering::Relaxed);
+            if info.busy.load(Ordering::Relaxed)
+                && info.request.load(Ordering::Relaxed) & ASKED == 0
+            {
+                // An RMW: an UNWATCHED bit set meanwhile stays.
+                info.request.fetch_or(ASKED, Ordering::Relaxed);
                 return;
             }
         }
+    }
+
+    /// Called by a worker about to sleep, after it registered as sleeping:
+    /// if nobody searches now, nobody will ask the busy workers for work,
+    /// so every worker gets the [`UNWATCHED`] bit and its next `join`
+    /// publishes a continuation (the push wakes a sleeper, which then
+    /// searches and asks as usual). Idle and sleeping workers get it too,
+    /// this one included: each may come back to a `join`-only phase
+    /// without searching (work found at once, a latch set, a timed park
+    /// run out). A bit nobody needed costs one promotion (a push, which
+    /// re-reads the live state and wakes nobody needlessly). The scan
+    /// reads one byte per worker, and writes only bits not yet set.
+    pub(in crate::sched) fn watch_sleepers(&self) {
+        let reg = &*self.registry;
+        if !reg.sleep.sleepers_unwatched() {
+            return;
+        }
+        for info in reg.workers.iter() {
+            if info.request.load(Ordering::Relaxed) & UNWATCHED == 0 {
+                info.request.fetch_or(UNWATCHED, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::{WorkerThread, ASKED, UNWATCHED};
+    use crate::ThreadPoolBuilder;
+
+    /// A worker that goes to sleep leaving nobody searching marks the
+    /// other workers [`UNWATCHED`], and the next `join` publishes its
+    /// continuation, which wakes the sleeper. The thief's own request
+    /// ([`ASKED`]) is cleared here, as a `promote` with nothing to publish
+    /// would: without the bit (or with `poll` reading `ASKED` only) both
+    /// halves run on this worker.
+    #[test]
+    fn a_join_after_the_last_searcher_parked_wakes_it() {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(2)
+            .pin(false)
+            .build()
+            .expect("a pool");
+        let (bits, a, b) = pool.install(|| {
+            let wt = WorkerThread::current().expect("a worker");
+            // Long enough for the other worker to stop searching and park.
+            let slept = (0..200).find(|_| {
+                std::thread::sleep(Duration::from_millis(5));
+                wt.registry.sleep.counts().1 == 1
+            });
+            assert!(slept.is_some(), "the other worker never went to sleep");
+            let request = &wt.info().request;
+            request.fetch_and(!ASKED, Ordering::Relaxed);
+            let bits = request.load(Ordering::Relaxed);
+            let (a, b) = crate::join(
+                || {
+                    std::thread::sleep(Duration::from_millis(100));
+                    crate::current_thread_index()
+                },
+                || {
+                    std::thread::sleep(Duration::from_millis(100));
+                    crate::current_thread_index()
+                },
+            );
+            (bits, a, b)
+        });
+        assert_eq!(bits, UNWATCHED, "the parked worker left no UNWATCHED bit");
+        assert_ne!(a, b, "both halves of the join ran on worker {a:?}");
+    }
+
+    /// The bit survives an idle spell of its own worker: after the other
+    /// worker parked, this one waits for an external event (it goes idle,
+    /// searches, parks, and is woken for its latch, never stealing), then
+    /// runs a `join`. Failed (both halves here) while going idle cleared
+    /// the bit and a parking worker set it on the others only (review of
+    /// the first version).
+    #[test]
+    fn the_bit_survives_a_wait_for_an_external_event() {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(2)
+            .pin(false)
+            .build()
+            .expect("a pool");
+        let (a, b) = pool.install(|| {
+            let wt = WorkerThread::current().expect("a worker");
+            let slept = (0..200).find(|_| {
+                std::thread::sleep(Duration::from_millis(5));
+                wt.registry.sleep.counts().1 == 1
+            });
+            assert!(slept.is_some(), "the other worker never went to sleep");
+            let event = Arc::new(crate::sched::ExternalEvent::new());
+            let setter = {
+                let event = Arc::clone(&event);
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(50));
+                    event.set();
+                })
+            };
+            event.wait();
+            setter.join().expect("the setter");
+            crate::join(
+                || {
+                    std::thread::sleep(Duration::from_millis(100));
+                    crate::current_thread_index()
+                },
+                || {
+                    std::thread::sleep(Duration::from_millis(100));
+                    crate::current_thread_index()
+                },
+            )
+        });
+        assert_ne!(a, b, "both halves of the join ran on worker {a:?}");
     }
 }

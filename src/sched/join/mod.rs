@@ -115,13 +115,23 @@ where
     std::mem::forget(guard);
     wt.pop_private(&node);
     if !node.was_promoted() {
-        (ra, job_b.run_inline(false))
+        // SAFETY: not promoted, so never shared: this thread alone has
+        // touched `job_b`, whose function is still there.
+        let rb = unsafe { job_b.run_private(false) };
+        // Nothing left to drop: no function, no result, and the latch has
+        // no drop glue (if `b` unwinds, `job_b` is dropped as usual).
+        std::mem::forget(job_b);
+        (ra, rb)
     } else {
         // Promoted: a thief may run it, or we find it on our deque.
         wt.wait_until(&job_b.latch);
         (ra, job_b.into_result())
     }
 }
+
+// `join` forgets a job it ran inline (see `StackJob::run_private`): its
+// latch must have nothing to drop.
+const _: () = assert!(!std::mem::needs_drop::<WorkerLatch>());
 
 /// Finishes `b` when `a` unwinds, so that the panic reaches the caller only
 /// after the sibling work is done (rayon's contract: both closures run).

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use super::offer::{older, OfferFrame};
 use crate::sched::job::JobRef;
-use crate::sched::worker::WorkerThread;
+use crate::sched::worker::{WorkerThread, ASKED};
 
 /// A `join` continuation kept private to its worker: a node of an intrusive
 /// list through the stack frames of the pending `join`s, newest first.
@@ -146,12 +146,14 @@ impl WorkerThread {
 
     /// Serves a thief's request, if any, by promoting the oldest private
     /// continuation to the deque. Also promotes when workers sleep and none
-    /// searches: sleeping workers make no requests, so without this a
-    /// `join`-only phase that follows an idle one would never wake them
-    /// (the push wakes one, which then searches and requests as usual).
+    /// searches (the [`UNWATCHED`](crate::sched::worker::UNWATCHED) bit,
+    /// set by the last worker to go to sleep): sleeping workers make no
+    /// requests, so without this a `join`-only phase that follows an idle
+    /// one would never wake them (the push wakes one, which then searches
+    /// and requests as usual). One load of this worker's own byte.
     #[inline(always)]
     pub(crate) fn poll(&self) {
-        if self.info().request.load(Ordering::Relaxed) || self.registry.sleep.sleepers_unwatched() {
+        if self.info().request.load(Ordering::Relaxed) != 0 {
             let _ = self.promote();
         }
     }
@@ -163,7 +165,28 @@ impl WorkerThread {
     #[cold]
     #[inline(never)]
     pub(super) fn promote(&self) -> bool {
-        self.info().request.store(false, Ordering::Relaxed);
+        let published = self.promote_oldest();
+        let request = &self.info().request;
+        if published {
+            // The push did what either bit asked for (it wakes a sleeper
+            // if nobody searches). A bit set since is lost, and harmless:
+            // a thief asks again every round, and a worker that goes to
+            // sleep after this push finds the pool watched or sets the
+            // bit anew.
+            request.store(0, Ordering::Relaxed);
+        } else {
+            // Nothing to publish: the thief's request is answered (it asks
+            // again); the sleepers still wait for this worker's next
+            // `join` with something to publish.
+            request.fetch_and(!ASKED, Ordering::Relaxed);
+        }
+        published
+    }
+
+    /// The work of [`promote`](Self::promote): publishes the oldest work
+    /// kept back, if any.
+    #[inline(always)]
+    fn promote_oldest(&self) -> bool {
         loop {
             let node = self.private.oldest_private();
             let offer = self.offers.oldest_open();

@@ -11,7 +11,7 @@ use crate::sched::latch::WorkerLatch;
 use crate::sched::place::Place;
 use crate::sched::route::{PlacedTask, Route};
 use crate::sched::stats::bump;
-use crate::sched::worker::WorkerThread;
+use crate::sched::worker::{WorkerThread, ASKED};
 
 /// Where [`join_to`] sends its second closure.
 #[derive(Clone, Copy, Debug)]
@@ -52,7 +52,10 @@ impl WorkerThread {
     /// `false`. Either way the request is consumed.
     #[inline(always)]
     pub(crate) fn split_wanted(&self, long: bool) -> bool {
-        let asked = self.info().request.load(Ordering::Relaxed);
+        // Only a thief's request: a loop that is not long leaves sleepers
+        // asleep (waking one costs more than such a loop gains), so the
+        // UNWATCHED bit waits for the next `join` or a long loop's check.
+        let asked = self.info().request.load(Ordering::Relaxed) & ASKED != 0;
         if !(asked || (long && self.registry.sleep.sleepers_unwatched())) {
             return false;
         }
@@ -62,6 +65,9 @@ impl WorkerThread {
     #[cold]
     #[inline(never)]
     fn split_wanted_cold(&self) -> bool {
+        // Nothing promoted: the loop splits, unless a placed share finds
+        // no idle worker of its node. An UNWATCHED bit stays either way
+        // (at worst one promotion more at the next `join`).
         !self.promote()
     }
 

@@ -12,7 +12,7 @@ use crate::sched::job::JobRef;
 use crate::sched::latch::WorkerLatch;
 use crate::sched::record::{self, Label};
 use crate::sched::unwind::{AbortOnUnwind, WaiterOutlivesJobs};
-use crate::sched::worker::WorkerThread;
+use crate::sched::worker::{WorkerThread, ASKED};
 
 const SPIN_ROUNDS: u32 = 64;
 const YIELD_AFTER: u32 = 16;
@@ -47,7 +47,14 @@ impl WorkerThread {
     pub(in crate::sched) fn wait_for_work(&self, latch: Option<&WorkerLatch>) -> Option<JobRef> {
         let info = self.info();
         info.busy.store(false, Ordering::Relaxed);
-        info.request.store(false, Ordering::Relaxed);
+        // A thief's request is void while this worker is idle (thieves
+        // skip workers with one pending). UNWATCHED stays: this worker may
+        // come back to a `join`-only phase without searching (its latch
+        // set, or work found at once) while the sleepers that set it still
+        // sleep.
+        if info.request.load(Ordering::Relaxed) & ASKED != 0 {
+            info.request.fetch_and(!ASKED, Ordering::Relaxed);
+        }
         let recording = record::any_active() && self.registry.recorder().is_recording();
         if !recording {
             // Waiting since before any recording of ours (0), if one
@@ -129,6 +136,9 @@ impl WorkerThread {
             let wake = reg
                 .sleep
                 .park(self.index, self.searching.replace(false), || {
+                    // Registered as sleeping: if that leaves nobody
+                    // searching, busy workers must publish unasked.
+                    self.watch_sleepers();
                     if let Some(l) = latch {
                         if !l.get_sleepy() {
                             return LastLook::StayAwake;
