@@ -478,6 +478,34 @@ mod tests {
     use super::{WorkerThread, ASKED, UNWATCHED};
     use crate::ThreadPoolBuilder;
 
+    fn two_workers() -> crate::ThreadPool {
+        ThreadPoolBuilder::new()
+            .num_threads(2)
+            .pin(false)
+            .build()
+            .expect("a pool")
+    }
+
+    /// Waits (up to ten seconds: a loaded machine may keep it spinning
+    /// and yielding for long) until the other worker of a two-worker
+    /// pool sleeps.
+    fn until_the_other_sleeps(wt: &WorkerThread) {
+        let slept = (0..2000).find(|_| {
+            std::thread::sleep(Duration::from_millis(5));
+            wt.registry.sleep.counts().1 == 1
+        });
+        assert!(slept.is_some(), "the other worker never went to sleep");
+    }
+
+    /// A `join` of two 100 ms halves: the workers that ran them.
+    fn two_slow_halves() -> (Option<usize>, Option<usize>) {
+        let half = || {
+            std::thread::sleep(Duration::from_millis(100));
+            crate::current_thread_index()
+        };
+        crate::join(half, half)
+    }
+
     /// A worker that goes to sleep leaving nobody searching marks the
     /// other workers [`UNWATCHED`], and the next `join` publishes its
     /// continuation, which wakes the sleeper. The thief's own request
@@ -486,32 +514,15 @@ mod tests {
     /// halves run on this worker.
     #[test]
     fn a_join_after_the_last_searcher_parked_wakes_it() {
-        let pool = ThreadPoolBuilder::new()
-            .num_threads(2)
-            .pin(false)
-            .build()
-            .expect("a pool");
+        let pool = two_workers();
         let (bits, a, b) = pool.install(|| {
             let wt = WorkerThread::current().expect("a worker");
             // Long enough for the other worker to stop searching and park.
-            let slept = (0..200).find(|_| {
-                std::thread::sleep(Duration::from_millis(5));
-                wt.registry.sleep.counts().1 == 1
-            });
-            assert!(slept.is_some(), "the other worker never went to sleep");
+            until_the_other_sleeps(wt);
             let request = &wt.info().request;
             request.fetch_and(!ASKED, Ordering::Relaxed);
             let bits = request.load(Ordering::Relaxed);
-            let (a, b) = crate::join(
-                || {
-                    std::thread::sleep(Duration::from_millis(100));
-                    crate::current_thread_index()
-                },
-                || {
-                    std::thread::sleep(Duration::from_millis(100));
-                    crate::current_thread_index()
-                },
-            );
+            let (a, b) = two_slow_halves();
             (bits, a, b)
         });
         assert_eq!(bits, UNWATCHED, "the parked worker left no UNWATCHED bit");
@@ -526,18 +537,10 @@ mod tests {
     /// the first version).
     #[test]
     fn the_bit_survives_a_wait_for_an_external_event() {
-        let pool = ThreadPoolBuilder::new()
-            .num_threads(2)
-            .pin(false)
-            .build()
-            .expect("a pool");
+        let pool = two_workers();
         let (a, b) = pool.install(|| {
             let wt = WorkerThread::current().expect("a worker");
-            let slept = (0..200).find(|_| {
-                std::thread::sleep(Duration::from_millis(5));
-                wt.registry.sleep.counts().1 == 1
-            });
-            assert!(slept.is_some(), "the other worker never went to sleep");
+            until_the_other_sleeps(wt);
             let event = Arc::new(crate::sched::ExternalEvent::new());
             let setter = {
                 let event = Arc::clone(&event);
@@ -548,16 +551,7 @@ mod tests {
             };
             event.wait();
             setter.join().expect("the setter");
-            crate::join(
-                || {
-                    std::thread::sleep(Duration::from_millis(100));
-                    crate::current_thread_index()
-                },
-                || {
-                    std::thread::sleep(Duration::from_millis(100));
-                    crate::current_thread_index()
-                },
-            )
+            two_slow_halves()
         });
         assert_ne!(a, b, "both halves of the join ran on worker {a:?}");
     }

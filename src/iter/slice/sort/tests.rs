@@ -8,6 +8,23 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use crate::iter::slice::ParallelSliceMut;
 
+/// Sorts `v` (stably or not) with a comparator that counts its calls;
+/// checks the result is in order and returns the comparisons per element.
+fn comparisons_per_element(v: &mut [u64], stable: bool) -> f64 {
+    let count = AtomicU64::new(0);
+    let cmp = |a: &u64, b: &u64| {
+        count.fetch_add(1, AtomicOrdering::Relaxed);
+        a.cmp(b)
+    };
+    if stable {
+        v.par_sort_by(cmp);
+    } else {
+        v.par_sort_unstable_by(cmp);
+    }
+    assert!(v.windows(2).all(|w| w[0] <= w[1]), "not sorted");
+    count.load(AtomicOrdering::Relaxed) as f64 / v.len() as f64
+}
+
 /// Many equal keys cost a pass each, not a partition level each: 2^18
 /// elements of four keys take fewer than 24 comparisons per element
 /// (without the pass for a pivot equal to the one before, each level
@@ -16,13 +33,7 @@ use crate::iter::slice::ParallelSliceMut;
 fn few_keys_sort_in_few_passes() {
     let n = 1usize << 18;
     let mut v: Vec<u64> = (0..n as u64).map(|i| (i * 2_654_435_761) % 4).collect();
-    let count = AtomicU64::new(0);
-    v.par_sort_unstable_by(|a, b| {
-        count.fetch_add(1, AtomicOrdering::Relaxed);
-        a.cmp(b)
-    });
-    assert!(v.windows(2).all(|w| w[0] <= w[1]));
-    let per = count.load(AtomicOrdering::Relaxed) as f64 / n as f64;
+    let per = comparisons_per_element(&mut v, false);
     assert!(per < 24.0, "{per:.1} comparisons per element");
 }
 
@@ -50,13 +61,8 @@ fn mostly_sorted_input_takes_few_comparisons() {
     let descending: Vec<u64> = ascending.iter().rev().copied().collect();
     for (name, data) in [("ascending", ascending), ("descending", descending)] {
         let mut v = data.clone();
-        let count = AtomicU64::new(0);
-        v.par_sort_unstable_by(|a, b| {
-            count.fetch_add(1, AtomicOrdering::Relaxed);
-            a.cmp(b)
-        });
+        let per = comparisons_per_element(&mut v, false);
         assert!(v.iter().copied().eq(0..n as u64), "mostly {name}");
-        let per = count.load(AtomicOrdering::Relaxed) as f64 / n as f64;
         assert!(
             per < 12.0,
             "mostly {name}: {per:.1} comparisons per element"
@@ -104,13 +110,7 @@ fn sawtooth_input_takes_few_comparisons() {
     let n = 1usize << 20;
     for period in [1_000u64, 1_024] {
         let mut v: Vec<u64> = (0..n as u64).map(|i| i % period).collect();
-        let count = AtomicU64::new(0);
-        v.par_sort_unstable_by(|a, b| {
-            count.fetch_add(1, AtomicOrdering::Relaxed);
-            a.cmp(b)
-        });
-        assert!(v.windows(2).all(|w| w[0] <= w[1]));
-        let per = count.load(AtomicOrdering::Relaxed) as f64 / n as f64;
+        let per = comparisons_per_element(&mut v, false);
         assert!(
             per < 18.0,
             "period {period}: {per:.1} comparisons per element"
@@ -125,13 +125,8 @@ fn sawtooth_input_takes_few_comparisons() {
 fn stable_sort_merges_in_one_pass() {
     let n = 50_000u64;
     let mut v: Vec<u64> = (0..n).map(|i| (i * 2_654_435_761) % n).collect();
-    let count = AtomicU64::new(0);
-    v.par_sort_by(|a, b| {
-        count.fetch_add(1, AtomicOrdering::Relaxed);
-        a.cmp(b)
-    });
+    let per = comparisons_per_element(&mut v, true);
     assert!(v.iter().copied().eq(0..n));
-    let per = count.load(AtomicOrdering::Relaxed) as f64 / n as f64;
     assert!(per < 17.5, "{per:.1} comparisons per element");
 }
 
