@@ -75,28 +75,8 @@ mod workloads;
 
 // The sequential, terroir and rayon `join`s, shared with the suite's
 // recursive workloads, and fib itself.
-use workloads::fib::{fib, Joiner, Rayon, Seq as Sequential, Terroir};
-use workloads::tree::{build_tree, nodes, tree_sum, Layout, Node};
-
-/// `fib(n)` with chili's `join` on every call with `n >= 2`.
-fn fib_chili(n: u64, s: &mut chili::Scope<'_>) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = s.join(|s| fib_chili(n - 1, s), |s| fib_chili(n - 2, s));
-    a + b
-}
-
-/// [`tree_sum`] with chili's `join`. chili runs its *second* closure first
-/// when it does not share work, so the right subtree is passed first: the
-/// walk is left first, as with the other runners.
-fn tree_sum_chili(node: &Node, s: &mut chili::Scope<'_>) -> u64 {
-    let (r, l) = s.join(
-        |s| node.right.as_deref().map_or(0, |n| tree_sum_chili(n, s)),
-        |s| node.left.as_deref().map_or(0, |n| tree_sum_chili(n, s)),
-    );
-    node.value + l + r
-}
+use workloads::fib::{fib, fib_chili, Joiner, Rayon, Seq as Sequential, Terroir};
+use workloads::tree::{build_tree, nodes, tree_sum, tree_sum_chili, Layout, Node};
 
 fn chili_pool() -> chili::ThreadPool {
     chili::ThreadPool::with_config(chili::Config {

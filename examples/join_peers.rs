@@ -26,8 +26,8 @@ use std::time::Instant;
 #[path = "../benches/workloads/mod.rs"]
 mod workloads;
 
-use workloads::fib::{fib, Seq, Terroir};
-use workloads::tree::{build_tree, nodes, tree_sum, Layout, Node};
+use workloads::fib::{fib, fib_chili, Seq, Terroir};
+use workloads::tree::{build_tree, nodes, tree_sum, tree_sum_chili, Layout};
 
 struct Args {
     reps: usize,
@@ -68,26 +68,6 @@ fn args() -> Args {
         "--reps and --rounds: at least 1"
     );
     a
-}
-
-/// `fib(n)` with chili's `join` on every call with `n >= 2`.
-fn fib_chili(n: u64, s: &mut chili::Scope<'_>) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = s.join(|s| fib_chili(n - 1, s), |s| fib_chili(n - 2, s));
-    a + b
-}
-
-/// `tree_sum` with chili's `join`, right subtree first: chili runs its
-/// second closure first when it does not share work, so the walk is left
-/// first, as with the other runners (as in `benches/overhead.rs`).
-fn tree_sum_chili(node: &Node, s: &mut chili::Scope<'_>) -> u64 {
-    let (r, l) = s.join(
-        |s| node.right.as_deref().map_or(0, |n| tree_sum_chili(n, s)),
-        |s| node.left.as_deref().map_or(0, |n| tree_sum_chili(n, s)),
-    );
-    node.value + l + r
 }
 
 /// The best time of `reps` runs of `f`, in milliseconds; checks each

@@ -103,6 +103,16 @@ pub fn fib<J: Joiner>(n: u64) -> u64 {
     a + b
 }
 
+/// `fib(n)` with chili's `join` on every call with `n >= 2` (chili passes
+/// its scope down the recursion, so it cannot share [`Joiner`]).
+pub fn fib_chili(n: u64, s: &mut chili::Scope<'_>) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = s.join(|s| fib_chili(n - 1, s), |s| fib_chili(n - 2, s));
+    a + b
+}
+
 /// The fib workload: computes `fib(n)`.
 struct Fib {
     /// The Fibonacci index.

@@ -96,6 +96,17 @@ pub fn tree_sum<J: Joiner>(node: &Node) -> u64 {
     node.value + l + r
 }
 
+/// [`tree_sum`] with chili's `join`. chili runs its *second* closure first
+/// when it does not share work, so the right subtree is passed first: the
+/// walk is left first, as with the other runners.
+pub fn tree_sum_chili(node: &Node, s: &mut chili::Scope<'_>) -> u64 {
+    let (r, l) = s.join(
+        |s| node.right.as_deref().map_or(0, |n| tree_sum_chili(n, s)),
+        |s| node.left.as_deref().map_or(0, |n| tree_sum_chili(n, s)),
+    );
+    node.value + l + r
+}
+
 #[cfg(test)]
 mod tests {
     // The bench targets (harness = false) compile this module without its
