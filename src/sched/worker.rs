@@ -29,9 +29,8 @@ pub(crate) const ASKED: u8 = 1;
 /// whose push wakes a sleeper. Set on every worker by the one that parks
 /// (see `WorkerThread::watch_sleepers`), so that `join`'s poll reads one
 /// byte of its own instead of also decoding the shared sleep word every
-/// time. Cleared only by a promotion that published something (or a loop
-/// split): its push re-reads the live sleep state and wakes a sleeper if
-/// nobody searches.
+/// time. Cleared only by a promotion that published something: its push
+/// re-reads the live sleep state and wakes a sleeper if nobody searches.
 pub(crate) const UNWATCHED: u8 = 2;
 
 /// What other threads may touch of a worker.
@@ -478,6 +477,7 @@ mod tests {
     use super::{WorkerThread, ASKED, UNWATCHED};
     use crate::ThreadPoolBuilder;
 
+    /// A pool of two unpinned workers.
     fn two_workers() -> crate::ThreadPool {
         ThreadPoolBuilder::new()
             .num_threads(2)

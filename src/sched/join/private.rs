@@ -158,10 +158,11 @@ impl WorkerThread {
         }
     }
 
-    /// Clears the request flag and publishes the oldest work this worker
-    /// keeps back: its oldest private continuation or the oldest open
-    /// offer of a running loop batch (`offer.rs`), whichever is older;
-    /// returns whether it published something.
+    /// Publishes the oldest work this worker keeps back: its oldest
+    /// private continuation or the oldest open offer of a running loop
+    /// batch (`offer.rs`), whichever is older; returns whether it
+    /// published something. Clears the `request` byte if it did, and the
+    /// thief's bit only if it did not.
     #[cold]
     #[inline(never)]
     pub(super) fn promote(&self) -> bool {
