@@ -2,23 +2,28 @@
 //! one process: fib(32) with a join per call, and the sums of pointer-based
 //! binary trees (parent-first and children-first layouts, see
 //! `benches/workloads/tree.rs`) with a join per node. Each round times the
-//! sequential recursion, terroir on one worker and on two, and chili on
-//! two threads, and prints the best time of each (on a shared machine the
-//! best is steadier than criterion's mean) and terroir ÷ chili:
+//! sequential recursion, terroir on one worker and on two, and chili on one
+//! thread and on two, and prints the best time of each (on a shared machine
+//! the best is steadier than criterion's mean) and terroir ÷ chili on two:
 //!
 //! ```text
-//! cargo run --release --example join_peers -- [--reps R] [--rounds N] [--depth D] [--only fib|tree]
+//! cargo run --release --example join_peers -- [--reps R] [--rounds N] [--depth D]
+//!     [--only fib|tree] [--layout parent-first|children-first]
+//!     [--runner seq|terroir1|terroir2|chili1|chili2]
 //! ```
 //!
 //! One line per round:
 //!
 //! ```text
-//! join_peers bench=<fib_32|tree_<nodes>_<layout>> round=<r> seq_ms=.. terroir1_ms=.. terroir2_ms=.. chili2_ms=.. ratio=<terroir2/chili2> steals=..
+//! join_peers bench=<fib_32|tree_<nodes>_<layout>> round=<r> seq_us=.. terroir1_us=.. terroir2_us=.. chili1_us=.. chili2_us=.. ratio=<terroir2/chili2> steals=..
 //! ```
 //!
-//! `terroir1_ms` minus `seq_ms` is what the joins cost on one worker (no
-//! stealing); `steals` counts the two-worker pool's steals over the round,
-//! so a round in which the second worker never helped shows.
+//! `terroir1_us` minus `seq_us` is what the joins cost on one worker (no
+//! stealing), and `chili1_us` minus `seq_us` what chili's cost on its one
+//! thread; `steals` counts the two-worker pool's steals over the round, so
+//! a round in which the second worker never helped shows. `--runner` times
+//! one runner alone (with `--reps 1 --rounds 1`, for
+//! `valgrind --tool=callgrind`: instruction counts of one run).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -34,6 +39,8 @@ struct Args {
     rounds: usize,
     depth: u32,
     only: Option<String>,
+    layout: Option<Layout>,
+    runner: Option<String>,
 }
 
 fn args() -> Args {
@@ -42,6 +49,8 @@ fn args() -> Args {
         rounds: 3,
         depth: 20,
         only: None,
+        layout: None,
+        runner: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -55,6 +64,20 @@ fn args() -> Args {
                     .expect("--depth: a number, 1 to 26")
             }
             "--only" => a.only = Some(value("--only")),
+            "--layout" => {
+                let v = value("--layout");
+                a.layout = Some(
+                    Layout::ALL
+                        .into_iter()
+                        .find(|l| l.name() == v)
+                        .unwrap_or_else(|| panic!("--layout: parent-first or children-first, not {v:?}")),
+                )
+            }
+            "--runner" => {
+                let v = value("--runner");
+                assert!(RUNNERS.contains(&v.as_str()), "--runner: one of {RUNNERS:?}, not {v:?}");
+                a.runner = Some(v);
+            }
             other => panic!("unknown argument {other:?}"),
         }
     }
@@ -70,87 +93,106 @@ fn args() -> Args {
     a
 }
 
-/// The best time of `reps` runs of `f`, in milliseconds; checks each
+/// The best time of `reps` runs of `f`, in microseconds; checks each
 /// result against `expected`.
 fn best(reps: usize, expected: u64, mut f: impl FnMut() -> u64) -> f64 {
     let mut best = f64::MAX;
     for _ in 0..reps {
         let t = Instant::now();
         let got = black_box(f());
-        best = best.min(t.elapsed().as_secs_f64() * 1e3);
+        best = best.min(t.elapsed().as_secs_f64() * 1e6);
         assert_eq!(got, expected, "a runner computed a wrong result");
     }
     best
 }
 
+/// The runners, in the order of the printed line.
+const RUNNERS: [&str; 5] = ["seq", "terroir1", "terroir2", "chili1", "chili2"];
+
 fn main() {
     let a = args();
     let wants = |b: &str| a.only.as_deref().is_none_or(|o| o == b);
-    let one = terroir::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("a one-worker pool");
-    let two = terroir::ThreadPoolBuilder::new()
-        .num_threads(2)
-        .build()
-        .expect("a two-worker pool");
-    let chili = chili::ThreadPool::with_config(chili::Config {
-        thread_count: std::num::NonZero::new(2),
-        ..chili::Config::default()
-    });
-    let report = |bench: &str, round: usize, times: [f64; 4], steals: u64| {
-        let [seq, t1, t2, c2] = times;
-        println!(
-            "join_peers bench={bench} round={round} seq_ms={seq:.3} terroir1_ms={t1:.3} \
-             terroir2_ms={t2:.3} chili2_ms={c2:.3} ratio={:.3} steals={steals}",
-            t2 / c2
-        );
+    let runs = |r: &str| a.runner.as_deref().is_none_or(|o| o == r);
+    let terroir = |n| {
+        terroir::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .expect("a terroir pool")
+    };
+    let chili = |n| {
+        chili::ThreadPool::with_config(chili::Config {
+            thread_count: std::num::NonZero::new(n),
+            ..chili::Config::default()
+        })
+    };
+    let (one, two) = (terroir(1), terroir(2));
+    let (chili1, chili2) = (chili(1), chili(2));
+    let report = |bench: &str, round: usize, times: &[Option<f64>], steals: u64| {
+        let mut line = format!("join_peers bench={bench} round={round}");
+        for (name, t) in RUNNERS.iter().zip(times) {
+            if let Some(t) = t {
+                line += &format!(" {name}_us={t:.1}");
+            }
+        }
+        if let (Some(t2), Some(c2)) = (times[2], times[4]) {
+            line += &format!(" ratio={:.3}", t2 / c2);
+        }
+        println!("{line} steals={steals}");
     };
     let steals = |pool: &terroir::ThreadPool| {
         let s = pool.stats();
         s.steals_same_l3 + s.steals_same_node + s.steals_remote.iter().map(|&(_, k)| k).sum::<u64>()
     };
+    // Times each wanted runner of one round.
+    let round = |expected: u64,
+                 seq: &dyn Fn() -> u64,
+                 ter: &dyn Fn(&terroir::ThreadPool) -> u64,
+                 chi: &dyn Fn(&chili::ThreadPool) -> u64| {
+        let mut times = [None; 5];
+        let mut time = |i: usize, f: &mut dyn FnMut() -> u64| {
+            if runs(RUNNERS[i]) {
+                times[i] = Some(best(a.reps, expected, f));
+            }
+        };
+        time(0, &mut || seq());
+        time(1, &mut || ter(&one));
+        time(2, &mut || ter(&two));
+        time(3, &mut || chi(&chili1));
+        time(4, &mut || chi(&chili2));
+        times
+    };
     if wants("fib") {
         let n = 32;
         let expected = fib::<Seq>(n);
-        for round in 0..a.rounds {
+        for r in 0..a.rounds {
             two.reset_stats();
-            let times = [
-                best(a.reps, expected, || fib::<Seq>(black_box(n))),
-                best(a.reps, expected, || {
-                    one.install(|| fib::<Terroir>(black_box(n)))
-                }),
-                best(a.reps, expected, || {
-                    two.install(|| fib::<Terroir>(black_box(n)))
-                }),
-                best(a.reps, expected, || {
-                    fib_chili(black_box(n), &mut chili.scope())
-                }),
-            ];
-            report("fib_32", round, times, steals(&two));
+            let times = round(
+                expected,
+                &|| fib::<Seq>(black_box(n)),
+                &|pool| pool.install(|| fib::<Terroir>(black_box(n))),
+                &|pool| fib_chili(black_box(n), &mut pool.scope()),
+            );
+            report("fib_32", r, &times, steals(&two));
         }
     }
     if wants("tree") {
         for layout in Layout::ALL {
+            if a.layout.is_some_and(|l| l != layout) {
+                continue;
+            }
             let tree = build_tree(a.depth, layout);
             let n = nodes(a.depth);
             let expected = n * (n - 1) / 2;
             let bench = format!("tree_{n}_{}", layout.name());
-            for round in 0..a.rounds {
+            for r in 0..a.rounds {
                 two.reset_stats();
-                let times = [
-                    best(a.reps, expected, || tree_sum::<Seq>(&tree)),
-                    best(a.reps, expected, || {
-                        one.install(|| tree_sum::<Terroir>(&tree))
-                    }),
-                    best(a.reps, expected, || {
-                        two.install(|| tree_sum::<Terroir>(&tree))
-                    }),
-                    best(a.reps, expected, || {
-                        tree_sum_chili(&tree, &mut chili.scope())
-                    }),
-                ];
-                report(&bench, round, times, steals(&two));
+                let times = round(
+                    expected,
+                    &|| tree_sum::<Seq>(&tree),
+                    &|pool| pool.install(|| tree_sum::<Terroir>(&tree)),
+                    &|pool| tree_sum_chili(&tree, &mut pool.scope()),
+                );
+                report(&bench, r, &times, steals(&two));
             }
         }
     }
