@@ -43,6 +43,10 @@ impl PrivateJob {
 /// (under Miri too, where a worker cannot start: see the tests below).
 pub(crate) struct PrivateList {
     head: Cell<*const PrivateJob>,
+    /// How many linked nodes are still private (not promoted): `join`
+    /// runs its closures as plain calls, with no node, once this reaches
+    /// [`ELIDE_AT`](super::ELIDE_AT).
+    private: Cell<usize>,
 }
 
 impl PrivateList {
@@ -51,15 +55,24 @@ impl PrivateList {
     pub(crate) const fn new() -> Self {
         PrivateList {
             head: Cell::new(std::ptr::null()),
+            private: Cell::new(0),
         }
+    }
+
+    /// How many linked nodes are still private.
+    #[inline(always)]
+    pub(crate) fn private_len(&self) -> usize {
+        self.private.get()
     }
 
     /// Links `node` as the newest private continuation. It must stay in
     /// place until [`pop`](Self::pop) unlinks it.
     #[inline(always)]
     pub(crate) fn push(&self, node: &mut PrivateJob) {
+        debug_assert!(!node.promoted.get(), "a promoted node linked again");
         node.prev = self.head.get();
         self.head.set(node);
+        self.private.set(self.private.get() + 1);
     }
 
     /// Unlinks `node`, the newest private continuation (see
@@ -70,16 +83,16 @@ impl PrivateList {
             private_list_broken();
         }
         self.head.set(node.prev);
+        // A promoted node was counted out when it was promoted.
+        self.private
+            .set(self.private.get() - usize::from(!node.promoted.get()));
     }
 
-    /// Whether the newest node is still private (promoted nodes are the
-    /// oldest end of the list: if the newest is promoted, all are).
+    /// Whether any linked node is still private (promoted nodes are the
+    /// oldest end of the list: this is whether the newest is).
     #[inline]
     pub(crate) fn has_private(&self) -> bool {
-        // SAFETY: a linked node lives in the frame of a `join` of this
-        // thread that has not returned (it unlinks its node first).
-        let newest = unsafe { self.head.get().as_ref() };
-        newest.is_some_and(|node| !node.was_promoted())
+        self.private.get() != 0
     }
 
     /// Marks the oldest node that is still private as promoted and returns
@@ -88,8 +101,16 @@ impl PrivateList {
     #[cfg(test)]
     pub(crate) fn promote_oldest(&self) -> Option<JobRef> {
         let node = self.oldest_private()?;
-        node.promoted.set(true);
+        self.mark_promoted(node);
         Some(node.job)
+    }
+
+    /// Marks `node`, a linked node that is still private, as promoted.
+    #[inline]
+    pub(crate) fn mark_promoted(&self, node: &PrivateJob) {
+        debug_assert!(!node.promoted.get(), "a node promoted twice");
+        node.promoted.set(true);
+        self.private.set(self.private.get() - 1);
     }
 
     /// The oldest node that is still private, if any.
@@ -211,7 +232,7 @@ impl WorkerThread {
                 }
             }
             let Some(node) = node else { return false };
-            node.promoted.set(true);
+            self.private.mark_promoted(node);
             self.push(node.job);
             #[cfg(test)]
             crate::sched::unwind::hooks::fire(
@@ -326,31 +347,52 @@ mod tests {
         // `join_context` compares copies of one value, as here).
         let refs: Vec<_> = jobs.iter().map(|j| j.as_job_ref()).collect();
         let mut nodes: Vec<_> = refs.iter().map(|&r| PrivateJob::new(r)).collect();
-        for node in &mut nodes {
+        for (i, node) in nodes.iter_mut().enumerate() {
             list.push(node);
+            assert_eq!(list.private_len(), i + 1);
         }
         assert!(list.has_private());
         for (i, &job) in refs.iter().enumerate() {
             let promoted = list.promote_oldest().expect("a private node");
             assert!(JobRef::same(promoted, job), "node {i}");
             assert!(nodes[i].was_promoted());
+            assert_eq!(list.private_len(), 2 - i, "promoted nodes are counted out");
         }
         assert!(list.promote_oldest().is_none());
         assert!(!list.has_private());
         for node in nodes.iter().rev() {
             list.pop(node);
+            assert_eq!(
+                list.private_len(),
+                0,
+                "a promoted node's pop counts nothing"
+            );
         }
         assert!(!list.has_private());
         // A node linked after promotions is private again, and found
         // before the promoted ones' end.
+        let mut early = PrivateJob::new(refs[0]);
+        list.push(&mut early);
+        assert!(list.promote_oldest().is_some());
         let mut late = PrivateJob::new(refs[0]);
-        list.push(&mut nodes[0]);
         list.push(&mut late);
         assert!(list.has_private());
+        assert_eq!(list.private_len(), 1);
         assert!(list.promote_oldest().is_some());
-        assert!(late.was_promoted() && nodes[0].was_promoted());
+        assert!(late.was_promoted() && early.was_promoted());
+        assert_eq!(list.private_len(), 0);
         list.pop(&late);
-        list.pop(&nodes[0]);
+        list.pop(&early);
+        assert_eq!(list.private_len(), 0);
+        // Private nodes popped unpromoted count themselves out.
+        let (mut x, mut y) = (PrivateJob::new(refs[1]), PrivateJob::new(refs[2]));
+        list.push(&mut x);
+        list.push(&mut y);
+        assert_eq!(list.private_len(), 2);
+        list.pop(&y);
+        assert_eq!(list.private_len(), 1);
+        list.pop(&x);
+        assert_eq!(list.private_len(), 0);
         for job in &jobs {
             assert!(job.run_inline(false) < 3);
         }
