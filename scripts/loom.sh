@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Model-checks the sleep/wake hand-over and the worker latch with loom
+# Model-checks the sleep/wake hand-over and the latches with loom
 # (src/sched/sleep/loom.rs): every interleaving of a few threads over the
-# real `Sleep` and `LatchState` code, built on loom's primitives
+# real `Sleep`, `LatchState` and `LockLatch` code, built on loom's primitives
 # (src/sched/sync.rs). A lost wake-up is reported as a deadlock.
 # Separate target dir: `--cfg loom` rebuilds everything.
 set -euo pipefail

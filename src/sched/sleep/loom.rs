@@ -1,6 +1,7 @@
 //! loom models of the sleep protocol (and of the latch state it works
-//! with): every interleaving of a few threads, with the real `Sleep` and
-//! `LatchState` code (built over loom's primitives, see `sync.rs`). A lost
+//! with, and of the latch of threads outside the pool): every interleaving
+//! of a few threads, with the real `Sleep`, `LatchState` and `LockLatch`
+//! code (built over loom's primitives, see `sync.rs`). A lost
 //! wake-up shows as a deadlock: every thread blocked, with work left.
 //!
 //! Run with `scripts/loom.sh` (`RUSTFLAGS="--cfg loom" cargo test --lib
@@ -210,5 +211,33 @@ fn a_latch_set_while_its_owner_parks_wakes_it() {
         }
         setter.join().unwrap();
         assert_eq!(sleep.counts(), (0, 0));
+    });
+}
+
+/// The latch of a thread outside the pool (`LockLatch`): its waiter looks
+/// once (under loom, in place of its spin), then blocks, while the job
+/// sets it. Either the setter's swap sees SLEEPING and hands `done` over
+/// under the mutex, or the waiter's exchange fails on SET: the waiter
+/// never blocks for good, and it sees the job's write (a Relaxed store
+/// before the set). Twice in a row, so that the reset is checked too.
+#[test]
+fn a_lock_latch_set_while_its_waiter_blocks_wakes_it() {
+    use crate::sched::latch::{Latch, LockLatch};
+    model(3, || {
+        let latch = Arc::new(LockLatch::default());
+        let data = Arc::new(AtomicUsize::new(0));
+        for round in 1..=2 {
+            let setter = {
+                let (latch, data) = (latch.clone(), data.clone());
+                thread::spawn(move || {
+                    data.store(round, Ordering::Relaxed);
+                    // SAFETY: the latch lives in the `Arc`, beyond the set.
+                    unsafe { LockLatch::set(&*latch) };
+                })
+            };
+            latch.wait_and_reset();
+            assert_eq!(data.load(Ordering::Relaxed), round, "the job's write");
+            setter.join().unwrap();
+        }
     });
 }
