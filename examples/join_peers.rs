@@ -70,12 +70,17 @@ fn args() -> Args {
                     Layout::ALL
                         .into_iter()
                         .find(|l| l.name() == v)
-                        .unwrap_or_else(|| panic!("--layout: parent-first or children-first, not {v:?}")),
+                        .unwrap_or_else(|| {
+                            panic!("--layout: parent-first or children-first, not {v:?}")
+                        }),
                 )
             }
             "--runner" => {
                 let v = value("--runner");
-                assert!(RUNNERS.contains(&v.as_str()), "--runner: one of {RUNNERS:?}, not {v:?}");
+                assert!(
+                    RUNNERS.contains(&v.as_str()),
+                    "--runner: one of {RUNNERS:?}, not {v:?}"
+                );
                 a.runner = Some(v);
             }
             other => panic!("unknown argument {other:?}"),

@@ -155,10 +155,11 @@ impl Latch for WorkerLatch {
     }
 }
 
-/// A latch for threads outside any pool: the waiter spins for a while
-/// (most jobs handed to a pool from outside are short, and a thread that
-/// blocks takes longer to wake than such a job takes to run), then blocks
-/// on a mutex and a condition variable.
+/// A latch for threads outside any pool: the waiter may spin for a while
+/// ([`wait_and_reset_adaptive`](Self::wait_and_reset_adaptive): most jobs
+/// handed to a pool from outside are short, and a thread that blocks
+/// takes longer to wake than such a job takes to run), then blocks on a
+/// mutex and a condition variable.
 ///
 /// ## Memory ordering
 /// The state is UNSET → SET, or UNSET → SLEEPING → SET when the waiter
@@ -169,9 +170,15 @@ impl Latch for WorkerLatch {
 /// that mutex, returns only once it holds the mutex again and sees
 /// `done`: after the setter's last touch. If the setter took UNSET, the
 /// swap was its last touch, and the waiter's exchange fails (it sees SET)
-/// without blocking.
+/// without blocking. `set_ns` is written before the swap and read after
+/// the waiter saw SET.
 pub(crate) struct LockLatch {
     state: AtomicU8,
+    /// When the setter set the latch (`record::now_ns`).
+    set_ns: std::sync::atomic::AtomicU64,
+    /// The waiter's estimate of how long its waits last, in ns: a running
+    /// mean (new wait 1/4, history 3/4). Touched by the waiter alone.
+    typical_ns: std::sync::atomic::AtomicU64,
     done: Mutex<bool>,
     cv: Condvar,
 }
@@ -180,32 +187,85 @@ impl Default for LockLatch {
     fn default() -> Self {
         LockLatch {
             state: AtomicU8::new(UNSET),
+            set_ns: std::sync::atomic::AtomicU64::new(0),
+            typical_ns: std::sync::atomic::AtomicU64::new(0),
             done: Mutex::new(false),
             cv: Condvar::new(),
         }
     }
 }
 
-/// How long a [`LockLatch`]'s waiter spins before it blocks: about twice
-/// what a block and wake-up cost on the 2-vCPU test machine (a one-worker
-/// `install` of a 1,023-node tree sum took 14-15 µs in its best tenth of
-/// calls with a waiter that blocked at once, 3 µs of it the work), so a
-/// wait of any length costs at most about twice the best choice.
+/// How long a [`LockLatch`]'s waiter spins at most before it blocks:
+/// about twice what a block and wake-up cost on the 2-vCPU test machine
+/// (a one-worker `install` of a 1,023-node tree sum took 14-15 µs in its
+/// best tenth of calls with a waiter that blocked at once, 3 µs of it the
+/// work), so that a short wait costs at most about twice the best choice.
 const LOCK_SPIN: std::time::Duration = std::time::Duration::from_micros(25);
 
+/// How long to spin for a job when the waiter's recent jobs took
+/// `typical_ns` ([`LockLatch::wait_and_reset_adaptive`]).
+fn spin_for(typical_ns: u64, spare_cpus: bool) -> std::time::Duration {
+    if spare_cpus || typical_ns < LOCK_SPIN.as_nanos() as u64 {
+        LOCK_SPIN
+    } else {
+        std::time::Duration::ZERO
+    }
+}
+
+/// The waiter's estimate after a job that took `took_ns`: a running mean,
+/// the new job weighing 1/4. Each job counts as at most twice
+/// [`LOCK_SPIN`], so that one job slowed by the machine (its worker
+/// descheduled, say) moves the estimate by a few microseconds only.
+fn next_typical(typical_ns: u64, took_ns: u64) -> u64 {
+    let took = took_ns.min(2 * LOCK_SPIN.as_nanos() as u64);
+    typical_ns - typical_ns / 4 + took / 4
+}
+
 impl LockLatch {
-    /// Waits until set, then resets the latch for reuse.
+    /// Waits until set (one look, then blocking), then resets the latch
+    /// for reuse.
     pub(crate) fn wait_and_reset(&self) {
-        if !self.spin() {
+        if !self.spin(std::time::Duration::ZERO) {
             self.block();
         }
         self.state.store(UNSET, Ordering::Relaxed);
     }
 
-    /// Spins for up to [`LOCK_SPIN`]; whether the latch was set.
-    fn spin(&self) -> bool {
-        // Under Miri and loom a few looks are enough (and time is slow).
-        if cfg!(any(miri, loom)) {
+    /// [`wait_and_reset`](Self::wait_and_reset) for a job handed over at
+    /// `start_ns` (`record::now_ns`), spinning first for up to
+    /// [`LOCK_SPIN`] when the waiter's recent jobs took less than that, or
+    /// when `spare_cpus` (the pool has fewer workers than the process has
+    /// CPUs, so the spinning thread takes no CPU from a worker).
+    ///
+    /// A spinning waiter holds a CPU: on 2 CPUs with 2 workers it kept the
+    /// second worker off one for the length of the spin, so a job of 25 to
+    /// 100 µs took 15-35 µs longer than with a waiter that blocked at once
+    /// (`install` of tree sums of 2^14 and 2^16 nodes, 2026-12-03), while
+    /// a job of a few µs took 3-4 µs instead of 30 (the blocked waiter's
+    /// wake-up). The jobs' own lengths (from the hand-over to the set, so
+    /// not counting the waiter's wake-up) decide: spin for short ones,
+    /// block at once for long ones.
+    pub(crate) fn wait_and_reset_adaptive(&self, start_ns: u64, spare_cpus: bool) {
+        let typical = self.typical_ns.load(std::sync::atomic::Ordering::Relaxed);
+        if !self.spin(spin_for(typical, spare_cpus)) {
+            self.block();
+        }
+        let took = self
+            .set_ns
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .saturating_sub(start_ns);
+        self.typical_ns.store(
+            next_typical(typical, took),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        self.state.store(UNSET, Ordering::Relaxed);
+    }
+
+    /// Looks at the latch for up to `spin_for` (at least once); whether
+    /// it was set.
+    fn spin(&self, spin_for: std::time::Duration) -> bool {
+        // Under Miri and loom a look is enough (and time is slow).
+        if cfg!(any(miri, loom)) || spin_for.is_zero() {
             return self.state.load(Ordering::Acquire) == SET;
         }
         let start = std::time::Instant::now();
@@ -216,8 +276,8 @@ impl LockLatch {
                 }
                 std::hint::spin_loop();
             }
-            if start.elapsed() >= LOCK_SPIN {
-                return false;
+            if start.elapsed() >= spin_for {
+                return self.state.load(Ordering::Acquire) == SET;
             }
         }
     }
@@ -248,6 +308,10 @@ impl Latch for LockLatch {
         // waiter blocks, until it re-acquires the mutex after we set
         // `done`: see the type's docs).
         let this = unsafe { &*this };
+        this.set_ns.store(
+            crate::sched::record::now_ns(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         if this.state.swap(SET, Ordering::AcqRel) == SLEEPING {
             let mut done = this.done.lock().unwrap_or_else(|e| e.into_inner());
             *done = true;
@@ -461,7 +525,8 @@ mod tests {
 
     /// A setter slower than the waiter's spin: the waiter blocks, and
     /// wakes with the job's write visible; the latch is then reusable, for
-    /// a wait that ends in the spin as for one that blocks again.
+    /// a wait that ends in the spin as for one that blocks again (spinning
+    /// always, as for a pool with CPUs to spare).
     #[test]
     fn lock_latch_blocks_after_its_spin_and_is_reusable() {
         let latch = LockLatch::default();
@@ -475,13 +540,52 @@ mod tests {
                     // SAFETY: alive (borrowed by the scope).
                     unsafe { LockLatch::set(&latch) };
                 });
-                latch.wait_and_reset();
+                latch.wait_and_reset_adaptive(crate::sched::record::now_ns(), true);
                 // SAFETY: written before the set we waited for.
                 assert_eq!(unsafe { *slot.ptr() }, round);
             });
             assert_eq!(latch.state.load(Ordering::Relaxed), UNSET, "reset");
             assert!(!*latch.done.lock().unwrap(), "round {round}: done reset");
         }
+    }
+
+    /// Spin for short jobs, not for long ones, always with CPUs to spare;
+    /// the estimate follows the jobs, and one slow job moves it little.
+    #[test]
+    fn lock_latch_spins_for_short_jobs_only() {
+        let us = |n: u64| n * 1_000;
+        assert_eq!(spin_for(0, false), LOCK_SPIN, "no history: spin");
+        assert_eq!(spin_for(us(10), false), LOCK_SPIN);
+        assert_eq!(spin_for(us(30), false), std::time::Duration::ZERO);
+        assert_eq!(spin_for(us(30), true), LOCK_SPIN, "CPUs to spare");
+        // Jobs of 100 µs: the estimate passes the spin within 4 jobs and
+        // stays below twice it.
+        let mut t = 0;
+        let mut jobs = 0;
+        while spin_for(t, false) == LOCK_SPIN {
+            t = next_typical(t, us(100));
+            jobs += 1;
+        }
+        assert!(
+            jobs <= 4,
+            "{jobs} long jobs before the waiter stopped spinning"
+        );
+        for _ in 0..100 {
+            t = next_typical(t, us(100));
+        }
+        assert!(t <= us(50), "{t}");
+        // Jobs of 3 µs bring the spin back within 4 jobs.
+        let mut jobs = 0;
+        while spin_for(t, false) != LOCK_SPIN {
+            t = next_typical(t, us(3));
+            jobs += 1;
+        }
+        assert!(jobs <= 4, "{jobs} short jobs before the waiter spun again");
+        // Settled at 3 µs, one job of 10 ms leaves it spinning.
+        for _ in 0..100 {
+            t = next_typical(t, us(3));
+        }
+        assert_eq!(spin_for(next_typical(t, us(10_000)), false), LOCK_SPIN);
     }
 
     #[test]

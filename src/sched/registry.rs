@@ -60,6 +60,9 @@ pub(crate) struct Registry {
     pub(super) round_robin: Vec<CachePadded<AtomicUsize>>,
     pub(super) push_threshold: u64,
     pub(crate) sleep: Sleep,
+    /// Fewer workers than the CPUs the process may use: a thread outside
+    /// the pool that spins while it waits takes no CPU from the workers.
+    pub(super) spare_cpus: bool,
     pub(super) plans: Vec<StealPlan>,
     pub(super) topology: Topology,
     pub(super) policy: Policy,
@@ -308,7 +311,9 @@ impl Registry {
                     .unwrap_or(n)
             })
             .collect();
+        let spare_cpus = std::thread::available_parallelism().is_ok_and(|cpus| n < cpus.get());
         let registry = Arc::new(Registry {
+            spare_cpus,
             workers,
             strict_queues: (0..nodes)
                 .map(|_| CachePadded::new(Injector::new()))
@@ -515,6 +520,7 @@ impl Registry {
     {
         thread_local!(static LOCK_LATCH: LockLatch = LockLatch::default());
         LOCK_LATCH.with(|latch| {
+            let start = super::record::now_ns();
             let job = StackJob::new(
                 |injected| {
                     let wt = WorkerThread::current().expect("injected job runs on a worker");
@@ -523,7 +529,7 @@ impl Registry {
                 latch,
             );
             self.inject(job.as_job_ref());
-            latch.wait_and_reset();
+            latch.wait_and_reset_adaptive(start, self.spare_cpus);
             job.into_result()
         })
     }

@@ -294,6 +294,15 @@ mod tests {
             .expect("a pool")
     }
 
+    /// Clears the calling worker's request byte: a one-worker pool's
+    /// worker that parked left `UNWATCHED` on itself (`watch_sleepers`),
+    /// and the first `join` would promote for it, shifting every count of
+    /// the tests below by one.
+    fn no_request() {
+        let wt = WorkerThread::current().expect("a worker");
+        wt.info().request.store(0, Ordering::Relaxed);
+    }
+
     /// The private continuations a worker keeps at each depth of a
     /// recursion: one per `join` up to [`ELIDE_AT`], none below (a `join`
     /// there is two plain calls).
@@ -318,6 +327,7 @@ mod tests {
     fn joins_keep_at_most_elide_at_continuations() {
         let depth = ELIDE_AT + 4;
         let seen = one_worker().install(|| {
+            no_request();
             let mut seen = Vec::new();
             kept_at_each_depth(depth, &mut seen);
             seen
@@ -349,6 +359,7 @@ mod tests {
         }
         let depth = ELIDE_AT + 4;
         let (sum, seen) = one_worker().install(|| {
+            no_request();
             let mut seen = Vec::new();
             let sum = descend(depth, depth - ELIDE_AT - 1, &mut seen);
             (sum, seen)
