@@ -274,6 +274,48 @@ pub unsafe extern "C" fn terroir_group_create(
     pool: *mut TerroirPool,
     out: *mut *mut TerroirGroup,
 ) -> c_int {
+    // The common case, a worker's group for its own pool with a slot kept
+    // by the thread, outside `call`: nothing in it can fail or panic.
+    if !out.is_null() {
+        if let Some(handle) = create_here(pool) {
+            // SAFETY: non-null, writable (the caller's promise).
+            unsafe { out.write(handle_ptr(handle)) };
+            return TerroirError::Ok as c_int;
+        }
+    }
+    // SAFETY: forwarded.
+    unsafe { create_slow(pool, out) }
+}
+
+/// A group opened by the calling worker for its own pool (`pool` NULL or
+/// its handle) in a slot its thread keeps: its handle, or `None` (nothing
+/// taken) when the caller is not such a worker or keeps no slot.
+#[inline(always)]
+fn create_here(pool: *mut TerroirPool) -> Option<usize> {
+    let (index, core) = GROUPS.take_local(&FREE_GROUP_SLOTS)?;
+    let tag = (!pool.is_null()).then(|| pool.addr());
+    // SAFETY: a free slot, taken by this thread alone.
+    match unsafe { core.open_here(tag) } {
+        Some(epoch) => Some(Table::<GroupCore>::encode(index, epoch)),
+        None => put_back(index),
+    }
+}
+
+/// Gives back a slot [`create_here`] took and could not open.
+#[cold]
+#[inline(never)]
+fn put_back(index: usize) -> Option<usize> {
+    GROUPS.put_with(&FREE_GROUP_SLOTS, index);
+    None
+}
+
+/// [`terroir_group_create`] for every other case, and its errors.
+///
+/// # Safety
+/// As `terroir_group_create`.
+#[cold]
+#[inline(never)]
+unsafe fn create_slow(pool: *mut TerroirPool, out: *mut *mut TerroirGroup) -> c_int {
     call("terroir_group_create", || {
         if out.is_null() {
             return Err(Error::null("out"));
@@ -328,6 +370,34 @@ pub unsafe extern "C" fn terroir_group_create(
 /// `data .. data + len` (for a data place) is memory of this process.
 #[no_mangle]
 pub unsafe extern "C" fn terroir_group_spawn(
+    group: *mut TerroirGroup,
+    f: TerroirTaskFn,
+    arg: *mut c_void,
+    place: *const TerroirPlace,
+) -> c_int {
+    // The common case, a task with no place spawned by the worker that
+    // created the group, before its wait, outside `call`: nothing in it
+    // can fail or panic.
+    if let (Some(f), true) = (f, place.is_null()) {
+        let (index, epoch) = Table::<GroupCore>::decode(group.addr());
+        if let Some(core) = GROUPS.get(index) {
+            let task = CTask::new(f, arg);
+            if core.spawn_here(epoch, move |_| task.run()).is_ok() {
+                return TerroirError::Ok as c_int;
+            }
+        }
+    }
+    // SAFETY: forwarded.
+    unsafe { spawn_slow(group, f, arg, place) }
+}
+
+/// [`terroir_group_spawn`] for every other case, and its errors.
+///
+/// # Safety
+/// As `terroir_group_spawn`.
+#[cold]
+#[inline(never)]
+unsafe fn spawn_slow(
     group: *mut TerroirGroup,
     f: TerroirTaskFn,
     arg: *mut c_void,
@@ -392,6 +462,24 @@ pub unsafe extern "C" fn terroir_group_wait(group: *mut TerroirGroup) -> c_int {
 /// Any pointer value is accepted: handles are never dereferenced.
 #[no_mangle]
 pub unsafe extern "C" fn terroir_group_destroy(group: *mut TerroirGroup) -> c_int {
+    // The common case, an idle group closed by the worker that created it
+    // for its own pool, outside `call`: nothing in it can fail or panic.
+    let (index, epoch) = Table::<GroupCore>::decode(group.addr());
+    if let Some(core) = GROUPS.get(index) {
+        if let Some(reusable) = core.close_idle_owned(epoch) {
+            if reusable {
+                GROUPS.put_with(&FREE_GROUP_SLOTS, index);
+            }
+            return TerroirError::Ok as c_int;
+        }
+    }
+    destroy_slow(group)
+}
+
+/// [`terroir_group_destroy`] for every other case, and its errors.
+#[cold]
+#[inline(never)]
+fn destroy_slow(group: *mut TerroirGroup) -> c_int {
     call("terroir_group_destroy", || {
         if group.is_null() {
             return Err(Error::null("group"));

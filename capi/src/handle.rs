@@ -210,6 +210,24 @@ impl<S: Default> Table<S> {
         self.take_with(self.local)
     }
 
+    /// A slot the calling thread keeps, if any (`local` as for
+    /// [`take_with`](Self::take_with)); `None` takes nothing.
+    #[inline(always)]
+    pub(crate) fn take_local(
+        &'static self,
+        local: &'static LocalKey<LocalFree>,
+    ) -> Option<(usize, &'static S)> {
+        let index = local.try_with(LocalFree::pop).ok().flatten()?;
+        // A kept slot's segment exists (it was taken from it once).
+        let slot = self.get(index);
+        debug_assert!(
+            slot.is_some(),
+            "a kept {} slot without a segment",
+            self.kind
+        );
+        Some((index, slot?))
+    }
+
     /// [`take`](Self::take) with the table's own thread-local list named
     /// at the call (`local` must be the `thread_local!` the table was made
     /// with): a `LocalKey` known there is reached inline, where one read

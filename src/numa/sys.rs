@@ -101,6 +101,56 @@ pub(crate) fn current_cpu() -> Option<u32> {
     u32::try_from(cpu).ok()
 }
 
+// ------------------------------------------------------------ process-wide barriers
+
+/// `membarrier(2)` commands (`linux/membarrier.h`, a stable ABI).
+#[cfg_attr(loom, allow(dead_code))]
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+/// Registers this process for [`membarrier`]
+/// (`MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`, Linux 4.14). Fails where
+/// the kernel lacks the call or a sandbox forbids it; then the callers do
+/// without (and Miri, which cannot make the call, always fails it).
+pub(crate) fn membarrier_register() -> io::Result<()> {
+    if cfg!(miri) {
+        return Err(io::Error::from(io::ErrorKind::Unsupported));
+    }
+    membarrier_cmd(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)
+}
+
+/// A memory barrier on every thread of this process that is running
+/// (`MEMBARRIER_CMD_PRIVATE_EXPEDITED`): when it returns, each of them
+/// has passed a point where its memory accesses are in program order,
+/// as if it had run a full fence there (threads not running are so
+/// already). With a compiler fence on the other threads' side, this
+/// orders a store before a load on both sides (the asymmetric Dekker
+/// pattern: the frequent side pays no fence). Needs
+/// [`membarrier_register`] first.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) fn membarrier() -> io::Result<()> {
+    membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+}
+
+fn membarrier_cmd(cmd: libc::c_int) -> io::Result<()> {
+    #[cfg(miri)]
+    {
+        let _ = cmd;
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+    #[cfg(not(miri))]
+    {
+        // SAFETY: membarrier takes two integers (command, flags) and, for
+        // these commands, touches no user memory.
+        let rc = unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_uint) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
 // ------------------------------------------------------------ memory policy
 
 /// `get_mempolicy` flag: look up the policy of the VMA containing `addr`.
@@ -402,6 +452,15 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// The barrier works once registered (on the kernels CI runs on: a
+    /// machine without it makes the task groups' owner bias fall back,
+    /// which `sched::group` tests separately).
+    #[test]
+    fn membarrier_runs_after_registration() {
+        membarrier_register().expect("membarrier(REGISTER_PRIVATE_EXPEDITED)");
+        membarrier().expect("membarrier(PRIVATE_EXPEDITED)");
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! The state of one task group ([`GroupCore`]) and its protocol: spawn,
-//! wait, close, and the slow paths behind them (tasks started from
-//! outside the pool, waiters that block or work, adopting the pool).
+//! The state of one task group ([`GroupCore`]) and its protocol: open,
+//! the lock, wait, close, and the slow paths behind them (waiters that
+//! block or work, adopting the pool).
 //!
 //! # The state word and the lock
 //!
@@ -9,7 +9,10 @@
 //! spin lock (taken with one compare-and-swap, released with a plain
 //! store, held only for a few field updates, never across a task or a
 //! wait); `BUSY` mirrors "not idle" so that a wait or a close of an idle
-//! group reads or swaps one word. Every operation names the epoch it
+//! group reads or swaps one word; `OWNED` says that the worker that
+//! opened the group for its own pool still takes the lock through its
+//! bias, with plain stores (`bias.rs`), and every other thread revokes
+//! the bias before its first compare-and-swap. Every operation names the epoch it
 //! expects: after a close bumps the epoch, an old epoch finds the group
 //! dead (`CoreError::Dead`), never another group's fields. That is all
 //! the C API's handle table needs: a handle is a slot and an epoch.
@@ -23,24 +26,10 @@
 //! groups of its own that nobody adopted keeps its pool's memory (a leak
 //! only in that case), so that a late user of such a group never reads
 //! freed memory. An empty group created and closed by one worker thus
-//! costs no atomic read-modify-write but the close's one.
+//! costs no atomic read-modify-write at all, and neither do that worker's
+//! spawns and waits while no other thread touches the group.
 //!
-//! # Where tasks start
-//!
-//! - **From a task of the group that runs in a wait's batch** (the usual
-//!   nested fork-join): straight into that batch (`batch.rs`), found
-//!   through the task's frame, with no lock.
-//! - **From another worker of the group's pool**: queued, and started by
-//!   the next wait, which runs the queue as a batch on the waiting
-//!   worker. The waiter runs tasks and steals others, so nested groups
-//!   never block a worker (a blocked worker in a nested wait is how task
-//!   libraries deadlock on small pools). Code that spawns then waits loses
-//!   little: its tasks become visible to thieves at the wait rather than
-//!   at the spawn.
-//! - **From a thread outside the pool**: started at once as a `'static`
-//!   job of the pool, counted, and also queued: the wait's batch spawns a
-//!   claim for it, and whichever of the two runs first takes the task (an
-//!   atomic flag), so the waiter helps with those too.
+//! Where a spawn's task starts is `spawn.rs`.
 //!
 //! # Waiting
 //!
@@ -60,34 +49,40 @@ use std::any::Any;
 use std::cell::UnsafeCell;
 use std::mem::{self, ManuallyDrop};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use super::batch::{Queued, Started};
-use super::frame;
-use super::task::Task;
+use super::batch::Queued;
+use super::bias::{self, Bias};
 use super::{TaskGroup, WouldDeadlock};
 use crate::sched::latch::{Latch, WorkerLatch};
-use crate::sched::place::{Place, PlaceError};
+use crate::sched::place::PlaceError;
 use crate::sched::registry::Registry;
-use crate::sched::unwind::halt_unwinding;
+use crate::sched::sync::{AtomicU64, AtomicUsize};
 use crate::sched::worker::{WorkerInfo, WorkerThread};
 use crate::ThreadPool;
 
-const LIVE: u64 = 1;
-const LOCKED: u64 = 2;
-const BUSY: u64 = 4;
+pub(super) const LIVE: u64 = 1;
+pub(super) const LOCKED: u64 = 2;
+pub(super) const BUSY: u64 = 4;
+/// Opened by a worker for its own pool, and no other thread has taken
+/// the lock since: the owner locks it through its bias (`bias.rs`).
+pub(super) const OWNED: u64 = 8;
+
+/// [`GroupCore::opened_in`] for a group not opened by a worker for its
+/// own pool: no frame's address.
+const NO_FRAME: usize = usize::MAX;
 
 /// A panic payload of a task, kept for the wait that reports it.
 pub(crate) type Panic = Box<dyn Any + Send + 'static>;
 
 #[inline]
-fn word(epoch: u32, flags: u64) -> u64 {
+pub(super) fn word(epoch: u32, flags: u64) -> u64 {
     (u64::from(epoch) << 32) | flags
 }
 
 #[inline]
-fn epoch_of(state: u64) -> u32 {
+pub(super) fn epoch_of(state: u64) -> u32 {
     (state >> 32) as u32
 }
 
@@ -176,6 +171,22 @@ pub(super) const KEPT_CAPACITY: usize = 64;
 /// `terroir::__capi`).
 pub struct GroupCore {
     pub(super) state: AtomicU64,
+    /// The address of the owner's `WorkerInfo` while the group is open
+    /// [`OWNED`] (written by the opener before the Release store that
+    /// opens it, read after an Acquire load that sees `OWNED`).
+    pub(super) owned_by: AtomicUsize,
+    pub(super) bias: Bias,
+    /// The address of the innermost task-group frame of the worker that
+    /// opened the group for its own pool, at the open ([`NO_FRAME`] for
+    /// other opens). A spawn from a thread whose innermost frame has that
+    /// address goes to the queue without looking for a batch of the group
+    /// to spawn into: the opener in the frame it opened the group in runs
+    /// none of the group's tasks (they start later, in frames below). Only
+    /// the route depends on it: a later frame at the same address (the
+    /// opener returned, the group still open) that is a task of a batch
+    /// sends its spawns to the queue, which the wait runs after that batch,
+    /// as it does for spawns from other workers.
+    pub(super) opened_in: AtomicUsize,
     pub(super) inner: UnsafeCell<Inner>,
     /// The condition variable of waiters outside every pool, with its
     /// mutex (taken after the lock, never before it).
@@ -201,6 +212,9 @@ impl Default for GroupCore {
 pub(crate) struct Locked<'a> {
     pub(super) core: &'a GroupCore,
     pub(super) epoch: u32,
+    /// Held through the owner's bias (`bias.rs`): the group stays
+    /// [`OWNED`], and letting go is a plain store.
+    pub(super) biased: bool,
 }
 
 impl Locked<'_> {
@@ -215,9 +229,18 @@ impl Drop for Locked<'_> {
     #[inline]
     fn drop(&mut self) {
         let busy = if self.inner().busy() { BUSY } else { 0 };
-        self.core
-            .state
-            .store(word(self.epoch, LIVE | busy), Ordering::Release);
+        if self.biased {
+            // Release: a thread that sees the state (a wait's fast path)
+            // sees what was done under the lock.
+            self.core
+                .state
+                .store(word(self.epoch, LIVE | OWNED | busy), Ordering::Release);
+            self.core.bias.leave();
+        } else {
+            self.core
+                .state
+                .store(word(self.epoch, LIVE | busy), Ordering::Release);
+        }
     }
 }
 
@@ -264,6 +287,9 @@ impl GroupCore {
     pub fn new() -> GroupCore {
         GroupCore {
             state: AtomicU64::new(word(1, 0)),
+            owned_by: AtomicUsize::new(0),
+            bias: Bias::new(),
+            opened_in: AtomicUsize::new(NO_FRAME),
             inner: UnsafeCell::new(Inner {
                 registry: ptr::null(),
                 counted: false,
@@ -291,12 +317,15 @@ impl GroupCore {
     ///
     /// # Safety
     /// The group is closed and the caller is the only thread opening it.
+    ///
+    /// `owned`: open it [`OWNED`] by `owner` (the calling worker).
     #[inline]
     unsafe fn open_with(
         &self,
         registry: *const Registry,
         counted: bool,
         owner: *const WorkerInfo,
+        owned: bool,
     ) -> Option<u32> {
         let s = self.state.load(Ordering::Relaxed);
         if s & LIVE != 0 || epoch_of(s) == 0 {
@@ -315,7 +344,14 @@ impl GroupCore {
         debug_assert!(inner.queue.is_empty() && inner.latches.is_empty());
         debug_assert!(inner.panic.is_none());
         let epoch = epoch_of(s);
-        self.state.store(word(epoch, LIVE), Ordering::Release);
+        let flags = if owned {
+            self.owned_by.store(owner as usize, Ordering::Relaxed);
+            self.bias.reset();
+            LIVE | OWNED
+        } else {
+            LIVE
+        };
+        self.state.store(word(epoch, flags), Ordering::Release);
         Some(epoch)
     }
 
@@ -333,8 +369,12 @@ impl GroupCore {
         if tag.is_some_and(|t| super::pool_tag(wt) != t) {
             return None;
         }
+        // Before the open's Release store, as the other fields.
+        self.opened_in
+            .store(wt.group_frame.get() as usize, Ordering::Relaxed);
         // SAFETY: forwarded.
-        let epoch = unsafe { self.open_with(Arc::as_ptr(wt.registry()), false, wt.info) }?;
+        let epoch =
+            unsafe { self.open_with(Arc::as_ptr(wt.registry()), false, wt.info, bias::enabled()) }?;
         wt.groups_open.set(wt.groups_open.get() + 1);
         Some(epoch)
     }
@@ -349,8 +389,9 @@ impl GroupCore {
         let registry = Arc::clone(&pool.registry);
         registry.terminate_count.fetch_add(1, Ordering::Relaxed);
         let raw = Arc::into_raw(registry);
+        self.opened_in.store(NO_FRAME, Ordering::Relaxed);
         // SAFETY: forwarded.
-        let epoch = unsafe { self.open_with(raw, true, ptr::null()) };
+        let epoch = unsafe { self.open_with(raw, true, ptr::null(), false) };
         if epoch.is_none() {
             // SAFETY: the count and keep-alive taken above, given back.
             unsafe { release(raw) };
@@ -361,6 +402,59 @@ impl GroupCore {
     /// Takes the lock of the group open under `epoch`.
     #[inline]
     pub(super) fn lock(&self, epoch: u32) -> Result<Locked<'_>, CoreError> {
+        let s = self.state.load(Ordering::Acquire);
+        if s & OWNED != 0 {
+            let me = WorkerThread::current().map_or(0, |wt| wt.info as usize);
+            return self.lock_owned(epoch, s, me);
+        }
+        self.lock_shared(epoch)
+    }
+
+    /// [`lock`](Self::lock) by `wt`, the calling thread's worker if it is
+    /// one (one thread-local read less).
+    #[inline(always)]
+    pub(super) fn lock_as(
+        &self,
+        epoch: u32,
+        wt: Option<&WorkerThread>,
+    ) -> Result<Locked<'_>, CoreError> {
+        let s = self.state.load(Ordering::Acquire);
+        if s & OWNED != 0 {
+            return self.lock_owned(epoch, s, wt.map_or(0, |wt| wt.info as usize));
+        }
+        self.lock_shared(epoch)
+    }
+
+    /// [`lock`](Self::lock) of a group that was [`OWNED`] when `s` was
+    /// read (Acquire), by the thread whose `WorkerInfo` is at `me` (0: not
+    /// a worker): through the bias for its owner, else after revoking it.
+    #[inline]
+    fn lock_owned(&self, epoch: u32, s: u64, me: usize) -> Result<Locked<'_>, CoreError> {
+        if s & LIVE == 0 || epoch_of(s) != epoch {
+            return Err(CoreError::Dead);
+        }
+        // The Acquire load saw the open that wrote `owned_by`, and only a
+        // later open (after a close) writes it again.
+        if me != 0 && self.owned_by.load(Ordering::Relaxed) == me {
+            if self.bias.enter() {
+                // Held: nobody else writes the state while the owner is in
+                // and the bias stands (`bias.rs`).
+                return Ok(Locked {
+                    core: self,
+                    epoch,
+                    biased: true,
+                });
+            }
+        } else {
+            self.bias.revoke();
+        }
+        self.lock_shared(epoch)
+    }
+
+    /// The compare-and-swap lock of the group open under `epoch`; clears
+    /// [`OWNED`] if it is still set (the caller revoked the bias first, or
+    /// is the owner and found it revoked).
+    fn lock_shared(&self, epoch: u32) -> Result<Locked<'_>, CoreError> {
         let mut spins = 0u32;
         loop {
             let s = self.state.load(Ordering::Relaxed);
@@ -370,17 +464,26 @@ impl GroupCore {
             if s & LOCKED == 0
                 && self
                     .state
-                    .compare_exchange_weak(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                    .compare_exchange_weak(
+                        s,
+                        (s | LOCKED) & !OWNED,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    )
                     .is_ok()
             {
-                return Ok(Locked { core: self, epoch });
+                return Ok(Locked {
+                    core: self,
+                    epoch,
+                    biased: false,
+                });
             }
             spins += 1;
-            if spins < 64 {
+            if spins < 64 && !cfg!(loom) {
                 std::hint::spin_loop();
             } else {
                 // The holder may be descheduled: let it run.
-                std::thread::yield_now();
+                crate::sched::sync::yield_now();
             }
         }
     }
@@ -390,124 +493,6 @@ impl GroupCore {
     pub(super) fn relock(&self, epoch: u32) -> Locked<'_> {
         self.lock(epoch)
             .unwrap_or_else(|_| unreachable!("a busy group was closed"))
-    }
-
-    /// Spawns the task `f` at `place` (`None`: anywhere) into the group
-    /// open under `epoch` (see the module docs for where it starts). With
-    /// `check`, a place the group's pool cannot honour is an error
-    /// ([`CoreError::Place`]); without, such a task runs unplaced.
-    ///
-    /// # Errors
-    /// [`CoreError::Dead`], [`CoreError::PoolGone`], [`CoreError::Place`].
-    #[inline]
-    pub fn spawn<F>(
-        &self,
-        epoch: u32,
-        place: Option<Place>,
-        check: bool,
-        f: F,
-    ) -> Result<(), CoreError>
-    where
-        F: FnOnce(&TaskGroup) + Send + 'static,
-    {
-        let wt = WorkerThread::current();
-        if let Some(batch) = wt.and_then(|wt| frame::batch_of(wt, self)) {
-            return self.spawn_into_batch(batch, epoch, place, check, Task::new(f));
-        }
-        let mut g = self.lock(epoch)?;
-        let inner = g.inner();
-        if !inner.counted && wt.is_none_or(|wt| !ptr::eq(wt.info, inner.owner)) {
-            adopt(inner)?;
-        }
-        // SAFETY: the group's pool is alive: counted, or its owner is the
-        // caller (a worker of it).
-        let registry = unsafe { &*inner.registry };
-        if let (true, Some(place)) = (check, &place) {
-            registry.check_place(place).map_err(CoreError::Place)?;
-        }
-        let place = place.filter(|p| !p.is_plain());
-        if wt.is_some_and(|wt| ptr::eq(&**wt.registry(), registry)) {
-            Queued::push(&mut inner.queue, f, place.map(Box::new));
-        } else {
-            self.start_now(inner, place.unwrap_or_else(Place::anywhere), Task::new(f));
-        }
-        if inner.blocked > 0 || !inner.latches.is_empty() {
-            self.wake_waiters(inner);
-        }
-        Ok(())
-    }
-
-    /// Spawns into the running `batch` of this group, for one of its tasks.
-    #[cold]
-    fn spawn_into_batch(
-        &self,
-        batch: &super::batch::Batch,
-        epoch: u32,
-        place: Option<Place>,
-        check: bool,
-        task: Task,
-    ) -> Result<(), CoreError> {
-        // A task of this group runs this code, so the group is busy and its
-        // epoch cannot change meanwhile.
-        if self.epoch() != Some(epoch) {
-            return Err(CoreError::Dead);
-        }
-        let place = place.unwrap_or_else(Place::anywhere);
-        if check {
-            batch
-                .registry()
-                .check_place(&place)
-                .map_err(CoreError::Place)?;
-        }
-        batch.spawn(&place, task);
-        Ok(())
-    }
-
-    /// Starts a task spawned from outside the pool now, and queues it for
-    /// the next wait to claim if no worker took it by then; called with the
-    /// lock held.
-    #[cold]
-    fn start_now(&self, inner: &mut Inner, place: Place, task: Task) {
-        inner.started += 1;
-        let started = Arc::new(Started::new(task, place.clone()));
-        Queued::push_started(&mut inner.queue, Arc::clone(&started));
-        let core = CorePtr(self);
-        // SAFETY: the group's pool is alive (counted: the caller adopted it).
-        let registry = unsafe { &*inner.registry };
-        // The group holds a keep-alive count of the pool, so the pool runs
-        // this job.
-        // The job counts as a placed task only if it runs the task (a wait
-        // may claim it first, and runs it at its place itself).
-        registry.spawn_static_claim(&place, move |placed| {
-            if let Some(task) = started.take() {
-                let _run = placed.begins();
-                // SAFETY: the task is counted in `started`, so the group is
-                // busy, and alive, until `run_started` counts it done.
-                let core = unsafe { core.get() };
-                core.run_started(task, None);
-            }
-        });
-    }
-
-    /// Runs a task started from outside the pool (in `batch` when a wait
-    /// claimed it), then counts it done.
-    pub(crate) fn run_started(&self, task: Task, batch: Option<&super::batch::Batch>) {
-        let view = group_view(self);
-        let result = halt_unwinding(|| match batch {
-            Some(b) => b.run_in_frame(task, &view),
-            None => super::batch::run_unbatched(self, task, &view),
-        });
-        let epoch = self.epoch().expect("a group with a started task is open");
-        let mut g = self.relock(epoch);
-        let inner = g.inner();
-        inner.started -= 1;
-        if let Err(p) = result {
-            inner.keep_panic(p);
-        }
-        // Only the last one can make the group idle.
-        if inner.started == 0 {
-            self.wake_waiters(inner);
-        }
     }
 
     /// Wakes every waiter: the threads blocked on the condition variable,
@@ -538,7 +523,7 @@ impl GroupCore {
         // Idle and unlocked: nothing to wait for, and the caller cannot be
         // one of the group's tasks (none is running). Acquire: the tasks'
         // work is visible.
-        if self.state.load(Ordering::Acquire) == word(epoch, LIVE) {
+        if self.state.load(Ordering::Acquire) & !OWNED == word(epoch, LIVE) {
             return Ok(());
         }
         let (g, wt) = self.lock_to_wait(epoch)?;
@@ -568,6 +553,9 @@ impl GroupCore {
     /// [`wait`]: Self::wait
     #[inline]
     pub fn close(&self, epoch: u32) -> Result<bool, CoreError> {
+        if let Some(reusable) = self.close_idle_owned(epoch) {
+            return Ok(reusable);
+        }
         // Idle (no task, no panic to report) and unlocked: close it at once.
         if self
             .state
@@ -579,9 +567,42 @@ impl GroupCore {
             )
             .is_ok()
         {
-            return Ok(self.free(Locked { core: self, epoch }));
+            let g = Locked {
+                core: self,
+                epoch,
+                biased: false,
+            };
+            return Ok(self.free(g, WorkerThread::current()));
         }
         self.close_slow(epoch)
+    }
+
+    /// [`close`](Self::close) of an idle group open under `epoch`, by its
+    /// owner, through its bias (`bias.rs`: no read-modify-write);
+    /// `Some(reusable)` when that is the case, `None` (nothing done)
+    /// otherwise.
+    #[inline(always)]
+    pub fn close_idle_owned(&self, epoch: u32) -> Option<bool> {
+        // Idle (no task, no panic to report), unlocked, owned.
+        if self.state.load(Ordering::Acquire) != word(epoch, LIVE | OWNED) {
+            return None;
+        }
+        let wt = WorkerThread::current()?;
+        if self.owned_by.load(Ordering::Relaxed) != wt.info as usize || !self.bias.enter() {
+            return None;
+        }
+        // Nobody else wrote the state since the load (the owner holds the
+        // lock now), so the group is still idle.
+        debug_assert_eq!(
+            self.state.load(Ordering::Relaxed),
+            word(epoch, LIVE | OWNED)
+        );
+        let g = Locked {
+            core: self,
+            epoch,
+            biased: true,
+        };
+        Some(self.free(g, Some(wt)))
     }
 
     #[cold]
@@ -609,12 +630,13 @@ impl GroupCore {
             Some(idle) => idle,
             None => return Err(CoreError::ClosedMeanwhile),
         };
-        Ok((self.free(g), panic))
+        Ok((self.free(g, WorkerThread::current()), panic))
     }
 
-    /// Closes the locked, idle group and releases what it holds.
+    /// Closes the locked, idle group and releases what it holds; `wt` is
+    /// the calling thread's worker, if it is one.
     #[inline]
-    fn free(&self, mut g: Locked<'_>) -> bool {
+    fn free(&self, mut g: Locked<'_>, wt: Option<&WorkerThread>) -> bool {
         let epoch = g.epoch;
         let inner = g.inner();
         debug_assert!(inner.idle() && inner.latches.is_empty());
@@ -623,14 +645,18 @@ impl GroupCore {
             inner.queue = Vec::new();
         }
         let next = epoch.wrapping_add(1);
+        let biased = g.biased;
         mem::forget(g);
         // Unlocks and closes at once; epoch 0 is never opened (retired).
         self.state.store(word(next, 0), Ordering::Release);
+        if biased {
+            self.bias.leave();
+        }
         if counted {
             // SAFETY: the count and keep-alive the group held.
             unsafe { release(registry) };
         } else {
-            match WorkerThread::current() {
+            match wt {
                 Some(wt) if ptr::eq(wt.info, owner) => {
                     wt.groups_open.set(wt.groups_open.get() - 1);
                 }
@@ -728,4 +754,38 @@ pub(crate) fn worker_exits(wt: &WorkerThread) {
 /// `Started`'s flag, claimed once.
 pub(crate) fn claim(flag: &AtomicBool) -> bool {
     !flag.swap(true, Ordering::AcqRel)
+}
+
+/// What the loom model of the owner bias drives (`sleep/loom.rs`): a
+/// group opened owned by a made-up owner identity, and the lock taken as
+/// that owner or as another thread (no worker exists under loom).
+#[cfg(all(loom, test))]
+pub(crate) mod loom_hooks {
+    use super::{GroupCore, Locked, Ordering, LOCKED, OWNED};
+
+    /// Opens `core` owned by the thread known as `owner` (any non-zero
+    /// value); its epoch.
+    pub(crate) fn open_owned(core: &GroupCore, owner: usize) -> u32 {
+        // SAFETY: a new group, opened by this thread alone; the registry
+        // and owner pointers are never followed by the lock.
+        unsafe { core.open_with(std::ptr::null(), false, owner as *const _, true) }
+            .expect("a closed group opens")
+    }
+
+    /// The lock, taken as `me` (0: not a worker).
+    pub(crate) fn lock_as(core: &GroupCore, epoch: u32, me: usize) -> Locked<'_> {
+        let s = core.state.load(Ordering::Acquire);
+        let g = if s & OWNED != 0 {
+            core.lock_owned(epoch, s, me)
+        } else {
+            core.lock_shared(epoch)
+        };
+        g.expect("the group is open")
+    }
+
+    /// Whether the group is still owned, and unlocked.
+    pub(crate) fn owned_and_unlocked(core: &GroupCore) -> (bool, bool) {
+        let s = core.state.load(Ordering::Acquire);
+        (s & OWNED != 0, s & LOCKED == 0)
+    }
 }

@@ -4,7 +4,9 @@
 //!
 //! | part | file |
 //! |---|---|
-//! | the state of a group, spawn, close | `core.rs` |
+//! | the state of a group, its lock, open, close | `core.rs` |
+//! | the owner's lock without a read-modify-write, and its revoke | `bias.rs` |
+//! | spawn: where a task starts; tasks started from outside | `spawn.rs` |
 //! | a wait: the check, then batches or a wait for a change | `wait.rs` |
 //! | a wait's batch: running queued tasks | `batch.rs` |
 //! | frames: which group's task is running, and what it waits on | `frame.rs` |
@@ -12,8 +14,10 @@
 //! | a task, kept inline when small | `task.rs` |
 
 mod batch;
+mod bias;
 mod core;
 mod frame;
+mod spawn;
 mod task;
 mod wait;
 mod walk;
@@ -21,6 +25,8 @@ mod walk;
 use std::fmt;
 use std::ptr::NonNull;
 
+#[cfg(all(loom, test))]
+pub(crate) use self::core::loom_hooks;
 pub(crate) use self::core::worker_exits;
 pub use self::core::{CoreError, GroupCore};
 pub(crate) use self::frame::{install_carrying_frame, join_carrying_frame, Entered, Frame};

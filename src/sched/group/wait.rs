@@ -19,23 +19,34 @@ impl GroupCore {
     /// if it could never end (`walk.rs`), else takes the lock. Returns the
     /// caller's worker, if it is one.
     ///
-    /// The check comes before anything changes, so a refused wait leaves
-    /// the group as it was (it runs none of its queued tasks), and without
-    /// the lock: it reads only frames and nodes that cannot change while
-    /// the caller waits, nothing the lock guards. A wait it refuses could
-    /// never end, so the group is busy, under the epoch it has now, from
-    /// before the call until after it: an epoch that is not that one is
-    /// the caller's error (`Dead`), as it would be under the lock.
+    /// A group none of whose tasks runs (no batch, nothing started from
+    /// outside the pool: the usual wait, right after the spawns) has no
+    /// frame or node anywhere that a walk could find, so the lock is taken
+    /// first and, then, nothing is walked. Otherwise the check comes before
+    /// anything changes, so a refused wait leaves the group as it was (it
+    /// runs none of its queued tasks), and without the lock: it reads only
+    /// frames and nodes that cannot change while the caller waits, nothing
+    /// the lock guards. A wait it refuses could never end, so the group is
+    /// busy, under the epoch it has now, from before the call until after
+    /// it: an epoch that is not that one is the caller's error (`Dead`), as
+    /// it would be under the lock.
     #[inline]
     pub(super) fn lock_to_wait(
         &self,
         epoch: u32,
     ) -> Result<(Locked<'_>, Option<&'static WorkerThread>), CoreError> {
-        let wt = WorkerThread::current();
-        if let Some(why) = wt.and_then(|wt| walk::stacked(wt, self)) {
+        let Some(wt) = WorkerThread::current() else {
+            return Ok((self.lock_as(epoch, None)?, None));
+        };
+        let mut g = self.lock_as(epoch, Some(wt))?;
+        if g.inner().batches == 0 && g.inner().started == 0 {
+            return Ok((g, Some(wt)));
+        }
+        drop(g);
+        if let Some(why) = walk::stacked(wt, self) {
             return Err(self.refused(epoch, why));
         }
-        Ok((self.lock(epoch)?, wt))
+        Ok((self.lock(epoch)?, Some(wt)))
     }
 
     #[cold]

@@ -241,3 +241,50 @@ fn a_lock_latch_set_while_its_waiter_blocks_wakes_it() {
         }
     });
 }
+
+/// A task group's owner bias (`group/bias.rs`): the owner takes the lock
+/// twice with plain stores, another thread once (revoking the bias, then
+/// the compare-and-swap lock). Each increments a counter with a plain
+/// load and store under the lock: two threads inside at once would lose
+/// an increment in some interleaving. After the revoke the group is no
+/// longer owned. (The real barrier pair is a compiler fence and
+/// `membarrier`; here both are SeqCst fences.)
+#[test]
+fn an_owned_group_is_locked_by_one_thread_at_a_time() {
+    use crate::sched::group::loom_hooks as hooks;
+    use crate::sched::group::GroupCore;
+    const OWNER: usize = 0x1000;
+    model(2, || {
+        let core = Arc::new(GroupCore::new());
+        let epoch = hooks::open_owned(&core, OWNER);
+        let count = Arc::new(AtomicUsize::new(0));
+        let bump = |count: &AtomicUsize| {
+            let v = count.load(Ordering::Relaxed);
+            count.store(v + 1, Ordering::Relaxed);
+        };
+        let other = {
+            let (core, count) = (core.clone(), count.clone());
+            thread::spawn(move || {
+                let g = hooks::lock_as(&core, epoch, 0);
+                bump(&count);
+                drop(g);
+            })
+        };
+        for _ in 0..2 {
+            let g = hooks::lock_as(&core, epoch, OWNER);
+            bump(&count);
+            drop(g);
+        }
+        other.join().unwrap();
+        assert_eq!(
+            count.load(Ordering::Relaxed),
+            3,
+            "two threads held the lock at once"
+        );
+        assert_eq!(
+            hooks::owned_and_unlocked(&core),
+            (false, true),
+            "the revoke ends the bias; the lock is free"
+        );
+    });
+}

@@ -1,0 +1,313 @@
+//! Owner bias: how the worker that opened a group takes the group's lock
+//! with plain stores, and how any other thread makes it stop.
+//!
+//! A group that a worker opens for its own pool (`GroupCore::open_here`,
+//! the C API's `terroir_group_create(NULL, ..)` in a task) is, as a rule,
+//! used by that worker alone: it spawns into it, waits for it and closes
+//! it, and the group's tasks reach it through their batch, not its lock.
+//! The lock is a compare-and-swap on the state word (`core.rs`), about 3
+//! ns on the test machine, taken several times per group; an empty group
+//! took one for its close, most of the 5 ns libgomp's empty `taskwait`
+//! costs altogether. So such a group is opened *owned* (the state's
+//! `OWNED` flag), and while it is, its owner locks it by announcing
+//! itself instead:
+//!
+//! ```text
+//! owner (enter)                      another thread (revoke, once)
+//!   owner_in = true                    revoked = true
+//!   compiler fence                     membarrier(PRIVATE_EXPEDITED)
+//!   if revoked: owner_in = false,      while owner_in: wait
+//!     take the CAS lock instead        take the CAS lock (clears OWNED)
+//!   ... (the lock is held) ...
+//! (leave) owner_in = false
+//! ```
+//!
+//! The owner's side has no fence and no read-modify-write: the other side
+//! pays for both with `membarrier(2)`, which runs a full barrier on every
+//! running thread of the process (the asymmetric Dekker pattern; folly's
+//! `asymmetricHeavyBarrier` and liburcu use it the same way). Either the
+//! owner's load sees `revoked` (and it backs out), or the other thread's
+//! load sees `owner_in` (and it waits for the owner to leave): both cannot
+//! miss each other. Once `revoked` is set, the owner never enters again in
+//! this epoch, and the first compare-and-swap lock clears `OWNED`: from
+//! then on every thread takes the compare-and-swap lock, as for a group
+//! that was never owned. A revoke costs a system call (microseconds), once
+//! per group that another thread touches.
+//!
+//! Where the kernel has no `membarrier` (or a sandbox forbids it), and
+//! under Miri, groups are never opened owned ([`enabled`]). loom checks
+//! the protocol with SeqCst fences on both sides (`sleep/loom.rs`,
+//! `an_owned_group_is_locked_by_one_thread_at_a_time`).
+//!
+//! ## Memory ordering
+//! `leave` is a Release store of `owner_in`, and `revoke` waits with
+//! Acquire loads: what the owner wrote under the lock happens before what
+//! the revoking thread does once it saw `owner_in` false. The owner's
+//! `enter` needs no Acquire: it reads nothing another thread wrote under
+//! the lock (no other thread takes it while the group is owned), and when
+//! it backs out it takes the compare-and-swap lock, which orders the rest.
+
+use std::sync::atomic::AtomicU8;
+
+use crate::sched::sync::{AtomicBool, Ordering};
+
+/// The two flags of the protocol, in a group.
+pub(super) struct Bias {
+    /// Set by the owner while it holds the lock through the bias.
+    owner_in: AtomicBool,
+    /// Set by the first other thread that wants the lock in this epoch.
+    revoked: AtomicBool,
+}
+
+impl Bias {
+    pub(super) fn new() -> Bias {
+        Bias {
+            owner_in: AtomicBool::new(false),
+            revoked: AtomicBool::new(false),
+        }
+    }
+
+    /// For the opener, before the Release store that opens the group
+    /// owned: nobody has revoked the new epoch. (A thread still revoking
+    /// the previous epoch may set `revoked` again after this: the new
+    /// owner then takes the compare-and-swap lock, which is correct,
+    /// only slower.)
+    #[inline]
+    pub(super) fn reset(&self) {
+        self.revoked.store(false, Ordering::Relaxed);
+    }
+
+    /// The owner takes the lock: true when it holds it (then it must
+    /// [`leave`](Self::leave)), false when another thread revoked the bias
+    /// (then it takes the compare-and-swap lock).
+    #[inline(always)]
+    pub(super) fn enter(&self) -> bool {
+        self.owner_in.store(true, Ordering::Relaxed);
+        light_barrier();
+        if self.revoked.load(Ordering::Relaxed) {
+            self.owner_in.store(false, Ordering::Release);
+            return false;
+        }
+        true
+    }
+
+    /// The owner lets go of the lock taken by [`enter`](Self::enter).
+    #[inline(always)]
+    pub(super) fn leave(&self) {
+        self.owner_in.store(false, Ordering::Release);
+    }
+
+    /// Another thread, before it takes the compare-and-swap lock of an
+    /// owned group: stops the owner from entering, and waits until it is
+    /// out.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn revoke(&self) {
+        self.revoked.store(true, Ordering::Relaxed);
+        heavy_barrier();
+        // The owner holds the lock for a few field updates, never across a
+        // task or a wait: this waits for those, or for the owner's thread
+        // to be scheduled again.
+        let mut spins = 0u32;
+        while self.owner_in.load(Ordering::Acquire) {
+            spins = spins.saturating_add(1);
+            if cfg!(loom) || spins >= 64 {
+                crate::sched::sync::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+/// The owner's side of the barrier pair: keeps the compiler from moving
+/// the load of `revoked` above the store of `owner_in`; the processor may
+/// still, and [`heavy_barrier`] is what orders them.
+#[inline(always)]
+fn light_barrier() {
+    #[cfg(loom)]
+    crate::sched::sync::fence(Ordering::SeqCst);
+    #[cfg(not(loom))]
+    std::sync::atomic::compiler_fence(Ordering::SeqCst);
+}
+
+/// The revoking side: a full barrier on every running thread of the
+/// process (`membarrier`), and on this one.
+fn heavy_barrier() {
+    crate::sched::sync::fence(Ordering::SeqCst);
+    #[cfg(not(loom))]
+    if let Err(e) = crate::numa::sys::membarrier() {
+        // Registered (groups are opened owned only then), so the kernel
+        // cannot refuse; without the barrier the owner's lock would not
+        // exclude this thread, so going on is not an option.
+        crate::sched::unwind::abort_with(&format!(
+            "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed after registration: {e}"
+        ));
+    }
+    crate::sched::sync::fence(Ordering::SeqCst);
+}
+
+/// Whether groups may be opened owned: once per process, registers for
+/// `membarrier`'s private expedited barrier; false where that fails (an
+/// old kernel, a sandbox, Miri), or under loom (whose models use [`Bias`]
+/// directly).
+#[inline]
+pub(super) fn enabled() -> bool {
+    match STATE.load(std::sync::atomic::Ordering::Acquire) {
+        YES => true,
+        NO => false,
+        _ => register(),
+    }
+}
+
+const UNKNOWN: u8 = 0;
+const YES: u8 = 1;
+const NO: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// The first [`enabled`]: registers, and remembers the answer.
+#[cold]
+#[inline(never)]
+fn register() -> bool {
+    let ok = !cfg!(loom) && crate::numa::sys::membarrier_register().is_ok();
+    // Registering twice is harmless: racing first calls agree.
+    STATE.store(
+        if ok { YES } else { NO },
+        std::sync::atomic::Ordering::Release,
+    );
+    ok
+}
+
+/// The bias with real threads, pools and `membarrier`: the owner's path
+/// (no compare-and-swap while nobody else touches the group), and every
+/// way another thread comes in (a spawn from outside the pool, a wait and
+/// a close from another worker), after which the group is no longer owned
+/// and everything still works.
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{mpsc, Arc};
+
+    use super::super::core::{GroupCore, OWNED};
+    use crate::sched::worker::WorkerThread;
+    use crate::{ThreadPool, ThreadPoolBuilder};
+
+    fn pool(n: usize) -> ThreadPool {
+        ThreadPoolBuilder::new()
+            .num_threads(n)
+            .pin(false)
+            .build()
+            .expect("a pool")
+    }
+
+    fn owned(core: &GroupCore) -> bool {
+        core.state.load(Ordering::Relaxed) & OWNED != 0
+    }
+
+    /// A group the calling worker opens for its own pool, leaked (as the C
+    /// API's table slots are): `(core, epoch)`.
+    fn open_here() -> (&'static GroupCore, u32) {
+        let core: &'static GroupCore = Box::leak(Box::new(GroupCore::new()));
+        // SAFETY: a new group, opened by this thread alone.
+        let epoch = unsafe { core.open_here(None) }.expect("a worker opens a group here");
+        (core, epoch)
+    }
+
+    #[test]
+    fn the_owner_spawns_waits_and_closes_through_its_bias() {
+        assert!(
+            super::enabled(),
+            "membarrier registration (this machine has it)"
+        );
+        let ran = Arc::new(AtomicUsize::new(0));
+        let ran2 = Arc::clone(&ran);
+        pool(2).install(move || {
+            for round in 0..100 {
+                let (core, epoch) = open_here();
+                assert!(owned(core), "opened owned");
+                for _ in 0..4 {
+                    let ran = Arc::clone(&ran2);
+                    let spawned = core.spawn_here(epoch, move |_| {
+                        ran.fetch_add(1, Ordering::Relaxed);
+                    });
+                    assert!(spawned.is_ok(), "round {round}: the owner's spawn");
+                }
+                assert!(owned(core), "still owned after the spawns");
+                core.wait(epoch).expect("the owner's wait");
+                // The group's tasks ran (on either worker) without taking
+                // its lock: still owned.
+                assert!(owned(core), "still owned after the wait");
+                assert_eq!(core.close_idle_owned(epoch), Some(true), "the biased close");
+                assert_eq!(core.epoch(), None, "closed");
+            }
+        });
+        assert_eq!(ran.load(Ordering::Relaxed), 400);
+    }
+
+    #[test]
+    fn another_thread_revokes_and_the_group_goes_on() {
+        let pool = pool(2);
+        let ran = Arc::new(AtomicUsize::new(0));
+        for round in 0..50 {
+            let (tx, rx) = mpsc::channel();
+            let ran1 = Arc::clone(&ran);
+            let (core, epoch) = pool.install(move || {
+                let (core, epoch) = open_here();
+                let ran = Arc::clone(&ran1);
+                assert!(core
+                    .spawn_here(epoch, move |_| {
+                        ran.fetch_add(1, Ordering::Relaxed);
+                    })
+                    .is_ok());
+                (core, epoch)
+            });
+            // A thread outside the pool: a spawn (started at once).
+            let ran2 = Arc::clone(&ran);
+            std::thread::spawn(move || {
+                core.spawn(epoch, None, false, move |_| {
+                    ran2.fetch_add(1, Ordering::Relaxed);
+                })
+                .expect("a spawn from outside the pool");
+                tx.send(()).unwrap();
+            });
+            rx.recv().unwrap();
+            assert!(!owned(core), "round {round}: revoked by the outside spawn");
+            // The owner worker (or the other one) waits and closes: the
+            // compare-and-swap lock now.
+            let reusable = pool.install(move || {
+                assert!(WorkerThread::current().is_some());
+                core.wait(epoch).expect("a wait after the revoke");
+                core.close(epoch).expect("a close after the revoke")
+            });
+            assert!(reusable);
+        }
+        assert_eq!(ran.load(Ordering::Relaxed), 100);
+    }
+
+    /// A group owned by a worker, with a queued task, closed by a thread
+    /// outside the pool: the close revokes the bias, runs the task (on
+    /// the pool) and closes.
+    #[test]
+    fn a_close_from_outside_the_pool_revokes() {
+        let pool = pool(2);
+        let ran = Arc::new(AtomicUsize::new(0));
+        for _ in 0..50 {
+            let ran1 = Arc::clone(&ran);
+            let (core, epoch) = pool.install(move || {
+                let (core, epoch) = open_here();
+                assert!(core
+                    .spawn_here(epoch, move |_| {
+                        ran1.fetch_add(1, Ordering::Relaxed);
+                    })
+                    .is_ok());
+                (core, epoch)
+            });
+            let closed = std::thread::spawn(move || core.close(epoch).ok())
+                .join()
+                .unwrap();
+            assert_eq!(closed, Some(true));
+            assert_eq!(core.epoch(), None);
+        }
+        assert_eq!(ran.load(Ordering::Relaxed), 50);
+    }
+}
