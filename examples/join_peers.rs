@@ -24,6 +24,16 @@
 //! a round in which the second worker never helped shows. `--runner` times
 //! one runner alone (with `--reps 1 --rounds 1`, for
 //! `valgrind --tool=callgrind`: instruction counts of one run).
+//!
+//! `--trace` adds, after each workload's rounds, one run of the two-worker
+//! pool under a recording (timestamps only) and prints what its workers
+//! did: time in tasks, looking for work and idle, the steals, and how long
+//! each wait for work lasted before the worker got work again (the time a
+//! thief waits between asking and receiving, plus its search):
+//!
+//! ```text
+//! join_peers trace bench=.. wall_us=.. steals=.. worker=<w> work_us=.. search_us=.. idle_us=.. waits=.. wait_p50_us=.. wait_p90_us=.. wait_max_us=..
+//! ```
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -41,6 +51,7 @@ struct Args {
     only: Option<String>,
     layout: Option<Layout>,
     runner: Option<String>,
+    trace: bool,
 }
 
 fn args() -> Args {
@@ -51,6 +62,7 @@ fn args() -> Args {
         only: None,
         layout: None,
         runner: None,
+        trace: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -75,6 +87,7 @@ fn args() -> Args {
                         }),
                 )
             }
+            "--trace" => a.trace = true,
             "--runner" => {
                 let v = value("--runner");
                 assert!(
@@ -113,6 +126,41 @@ fn best(reps: usize, expected: u64, mut f: impl FnMut() -> u64) -> f64 {
 
 /// The runners, in the order of the printed line.
 const RUNNERS: [&str; 5] = ["seq", "terroir1", "terroir2", "chili1", "chili2"];
+
+/// One run of `work` on `pool` under a recording (timestamps only): what
+/// each worker did, on one line each (see the module docs).
+fn trace(bench: &str, pool: &terroir::ThreadPool, work: impl FnOnce() -> u64 + Send) {
+    let (_, rec) = pool.record_with(&terroir::report::RecordOptions::timestamps_only(), work);
+    let us = |ns: u64| ns as f64 / 1e3;
+    for (w, t) in rec.workers.iter().enumerate() {
+        let mut waits: Vec<u64> = rec
+            .waits
+            .iter()
+            .filter(|x| x.worker == w)
+            .map(|x| x.end_ns - x.start_ns)
+            .collect();
+        waits.sort_unstable();
+        let q = |p: f64| {
+            waits
+                .get(((waits.len().max(1) - 1) as f64 * p) as usize)
+                .copied()
+                .unwrap_or(0)
+        };
+        println!(
+            "join_peers trace bench={bench} wall_us={:.1} steals={} worker={w} work_us={:.1} \
+             search_us={:.1} idle_us={:.1} waits={} wait_p50_us={:.2} wait_p90_us={:.2} wait_max_us={:.2}",
+            us(rec.wall_ns),
+            rec.steals.len(),
+            us(t.work_ns),
+            us(t.overhead_ns),
+            us(t.idle_ns),
+            waits.len(),
+            us(q(0.5)),
+            us(q(0.9)),
+            us(waits.last().copied().unwrap_or(0)),
+        );
+    }
+}
 
 fn main() {
     let a = args();
@@ -179,6 +227,9 @@ fn main() {
             );
             report("fib_32", r, &times, steals(&two));
         }
+        if a.trace {
+            trace("fib_32", &two, || fib::<Terroir>(black_box(n)));
+        }
     }
     if wants("tree") {
         for layout in Layout::ALL {
@@ -198,6 +249,9 @@ fn main() {
                     &|pool| tree_sum_chili(&tree, &mut pool.scope()),
                 );
                 report(&bench, r, &times, steals(&two));
+            }
+            if a.trace {
+                trace(&bench, &two, || tree_sum::<Terroir>(&tree));
             }
         }
     }
