@@ -69,10 +69,6 @@ pub(super) const BUSY: u64 = 4;
 /// the lock since: the owner locks it through its bias (`bias.rs`).
 pub(super) const OWNED: u64 = 8;
 
-/// [`GroupCore::opened_in`] for a group not opened by a worker for its
-/// own pool: no frame's address.
-const NO_FRAME: usize = usize::MAX;
-
 /// A panic payload of a task, kept for the wait that reports it.
 pub(crate) type Panic = Box<dyn Any + Send + 'static>;
 
@@ -144,10 +140,18 @@ impl Inner {
         !self.idle() || self.panic.is_some()
     }
 
-    pub(super) fn keep_panic(&mut self, p: Panic) {
+    /// Keeps `p` if it is the first panic; returns it otherwise, for the
+    /// caller to drop *after* letting go of the lock (dropping a payload
+    /// runs user code, which may use the group: under the lock that would
+    /// wait for ever, or, through the owner's bias, enter twice).
+    #[must_use = "a panic that lost must be dropped after the lock is let go"]
+    pub(super) fn keep_panic(&mut self, p: Panic) -> Option<Panic> {
         // The first one wins; later ones are dropped (as in a scope).
         if self.panic.is_none() {
             self.panic = Some(p);
+            None
+        } else {
+            Some(p)
         }
     }
 }
@@ -176,17 +180,6 @@ pub struct GroupCore {
     /// opens it, read after an Acquire load that sees `OWNED`).
     pub(super) owned_by: AtomicUsize,
     pub(super) bias: Bias,
-    /// The address of the innermost task-group frame of the worker that
-    /// opened the group for its own pool, at the open ([`NO_FRAME`] for
-    /// other opens). A spawn from a thread whose innermost frame has that
-    /// address goes to the queue without looking for a batch of the group
-    /// to spawn into: the opener in the frame it opened the group in runs
-    /// none of the group's tasks (they start later, in frames below). Only
-    /// the route depends on it: a later frame at the same address (the
-    /// opener returned, the group still open) that is a task of a batch
-    /// sends its spawns to the queue, which the wait runs after that batch,
-    /// as it does for spawns from other workers.
-    pub(super) opened_in: AtomicUsize,
     pub(super) inner: UnsafeCell<Inner>,
     /// The condition variable of waiters outside every pool, with its
     /// mutex (taken after the lock, never before it).
@@ -289,7 +282,6 @@ impl GroupCore {
             state: AtomicU64::new(word(1, 0)),
             owned_by: AtomicUsize::new(0),
             bias: Bias::new(),
-            opened_in: AtomicUsize::new(NO_FRAME),
             inner: UnsafeCell::new(Inner {
                 registry: ptr::null(),
                 counted: false,
@@ -369,9 +361,6 @@ impl GroupCore {
         if tag.is_some_and(|t| super::pool_tag(wt) != t) {
             return None;
         }
-        // Before the open's Release store, as the other fields.
-        self.opened_in
-            .store(wt.group_frame.get() as usize, Ordering::Relaxed);
         // SAFETY: forwarded.
         let epoch =
             unsafe { self.open_with(Arc::as_ptr(wt.registry()), false, wt.info, bias::enabled()) }?;
@@ -389,7 +378,6 @@ impl GroupCore {
         let registry = Arc::clone(&pool.registry);
         registry.terminate_count.fetch_add(1, Ordering::Relaxed);
         let raw = Arc::into_raw(registry);
-        self.opened_in.store(NO_FRAME, Ordering::Relaxed);
         // SAFETY: forwarded.
         let epoch = unsafe { self.open_with(raw, true, ptr::null(), false) };
         if epoch.is_none() {
@@ -402,12 +390,9 @@ impl GroupCore {
     /// Takes the lock of the group open under `epoch`.
     #[inline]
     pub(super) fn lock(&self, epoch: u32) -> Result<Locked<'_>, CoreError> {
-        let s = self.state.load(Ordering::Acquire);
-        if s & OWNED != 0 {
-            let me = WorkerThread::current().map_or(0, |wt| wt.info as usize);
-            return self.lock_owned(epoch, s, me);
-        }
-        self.lock_shared(epoch)
+        self.lock_by(epoch, || {
+            WorkerThread::current().map_or(0, |wt| wt.info as usize)
+        })
     }
 
     /// [`lock`](Self::lock) by `wt`, the calling thread's worker if it is
@@ -418,21 +403,41 @@ impl GroupCore {
         epoch: u32,
         wt: Option<&WorkerThread>,
     ) -> Result<Locked<'_>, CoreError> {
+        self.lock_by(epoch, || wt.map_or(0, |wt| wt.info as usize))
+    }
+
+    /// [`lock`](Self::lock) by the thread whose `WorkerInfo` is at `me()`
+    /// (0: not a worker; asked only for an owned group).
+    #[inline(always)]
+    pub(super) fn lock_by(
+        &self,
+        epoch: u32,
+        me: impl FnOnce() -> usize,
+    ) -> Result<Locked<'_>, CoreError> {
         let s = self.state.load(Ordering::Acquire);
+        // Decided on this one load: a group open under `epoch` without
+        // `OWNED` never becomes owned in that epoch (only an open sets the
+        // flag), so the compare-and-swap lock is safe; a load from before
+        // the open (a guessed handle, or one passed on without ordering)
+        // must not go on to a compare-and-swap that the open's owner would
+        // not see (a review's race: two threads inside the lock; loom's
+        // `an_owned_lock_racing_the_open_is_exclusive`).
+        if s & LIVE == 0 || epoch_of(s) != epoch {
+            return Err(CoreError::Dead);
+        }
         if s & OWNED != 0 {
-            return self.lock_owned(epoch, s, wt.map_or(0, |wt| wt.info as usize));
+            return self.lock_owned(epoch, s, me());
         }
         self.lock_shared(epoch)
     }
 
-    /// [`lock`](Self::lock) of a group that was [`OWNED`] when `s` was
-    /// read (Acquire), by the thread whose `WorkerInfo` is at `me` (0: not
-    /// a worker): through the bias for its owner, else after revoking it.
+    /// [`lock`](Self::lock) of a group that was open under `epoch` and
+    /// [`OWNED`] when `s` was read (Acquire), by the thread whose
+    /// `WorkerInfo` is at `me` (0: not a worker): through the bias for its
+    /// owner, else after revoking it.
     #[inline]
     fn lock_owned(&self, epoch: u32, s: u64, me: usize) -> Result<Locked<'_>, CoreError> {
-        if s & LIVE == 0 || epoch_of(s) != epoch {
-            return Err(CoreError::Dead);
-        }
+        debug_assert!(s & LIVE != 0 && epoch_of(s) == epoch);
         // The Acquire load saw the open that wrote `owned_by`, and only a
         // later open (after a close) writes it again.
         if me != 0 && self.owned_by.load(Ordering::Relaxed) == me {
@@ -453,7 +458,8 @@ impl GroupCore {
 
     /// The compare-and-swap lock of the group open under `epoch`; clears
     /// [`OWNED`] if it is still set (the caller revoked the bias first, or
-    /// is the owner and found it revoked).
+    /// is the owner and found it revoked). Only for a caller that saw the
+    /// group open under `epoch` (see [`lock`](Self::lock)).
     fn lock_shared(&self, epoch: u32) -> Result<Locked<'_>, CoreError> {
         let mut spins = 0u32;
         loop {
@@ -772,15 +778,15 @@ pub(crate) mod loom_hooks {
             .expect("a closed group opens")
     }
 
-    /// The lock, taken as `me` (0: not a worker).
+    /// The lock, taken as `me` (0: not a worker), as `lock` takes it.
     pub(crate) fn lock_as(core: &GroupCore, epoch: u32, me: usize) -> Locked<'_> {
-        let s = core.state.load(Ordering::Acquire);
-        let g = if s & OWNED != 0 {
-            core.lock_owned(epoch, s, me)
-        } else {
-            core.lock_shared(epoch)
-        };
-        g.expect("the group is open")
+        try_lock_as(core, epoch, me).expect("the group is open")
+    }
+
+    /// [`lock_as`] for an epoch that may not be open (yet): `None` when
+    /// it is not. The real lock, with `me` for the thread's identity.
+    pub(crate) fn try_lock_as(core: &GroupCore, epoch: u32, me: usize) -> Option<Locked<'_>> {
+        core.lock_by(epoch, || me).ok()
     }
 
     /// Whether the group is still owned, and unlocked.

@@ -53,7 +53,7 @@ impl GroupCore {
         F: FnOnce(&TaskGroup) + Send + 'static,
     {
         let wt = WorkerThread::current();
-        if let Some(batch) = wt.and_then(|wt| self.running_batch(wt)) {
+        if let Some(batch) = wt.and_then(|wt| frame::batch_of(wt, self)) {
             return self.spawn_into_batch(batch, epoch, place, check, Task::new(f));
         }
         let mut g = self.lock_as(epoch, wt)?;
@@ -80,8 +80,8 @@ impl GroupCore {
     }
 
     /// [`spawn`](Self::spawn) of a task with no place by the worker that
-    /// opened the group, from the frame it opened it in, while it holds the
-    /// bias (`bias.rs`): queued for the next wait with plain stores only.
+    /// opened the group, while it holds the bias (`bias.rs`) and no batch
+    /// of the group runs: queued for the next wait with plain stores only.
     /// `Err(f)` (nothing done) in every other case, for the caller to
     /// take [`spawn`](Self::spawn)'s way.
     #[inline(always)]
@@ -95,7 +95,6 @@ impl GroupCore {
         let s = self.state.load(Ordering::Acquire);
         if s & !BUSY != word(epoch, LIVE | OWNED)
             || self.owned_by.load(Ordering::Relaxed) != wt.info as usize
-            || !self.in_opening_frame(wt)
             || !self.bias.enter()
         {
             return Err(f);
@@ -105,31 +104,20 @@ impl GroupCore {
             epoch,
             biased: true,
         };
-        // The owner of a group opened for its own pool, in its opening
-        // frame: no batch to spawn into, nothing to adopt, the same pool.
         let inner = g.inner();
+        if inner.batches != 0 {
+            // The caller may be one of the batch's tasks, whose spawns go
+            // to the batch (`spawn` finds it).
+            return Err(f);
+        }
+        // The owner of a group opened for its own pool, with no batch of
+        // the group running (so the caller is none of its tasks): the
+        // queue, nothing to adopt, the same pool.
         Queued::push(&mut inner.queue, f, None);
         if inner.blocked > 0 || !inner.latches.is_empty() {
             self.wake_waiters(inner);
         }
         Ok(())
-    }
-
-    /// The batch of this group that the work running on `wt` (the calling
-    /// thread's worker) is a task of, if any.
-    #[inline]
-    fn running_batch(&self, wt: &WorkerThread) -> Option<&'static super::batch::Batch> {
-        if self.in_opening_frame(wt) {
-            return None;
-        }
-        frame::batch_of(wt, self)
-    }
-
-    /// Whether `wt`, the calling thread's worker, runs in the frame it
-    /// opened the group in (see [`opened_in`](Self::opened_in)).
-    #[inline(always)]
-    pub(super) fn in_opening_frame(&self, wt: &WorkerThread) -> bool {
-        self.opened_in.load(Ordering::Relaxed) == wt.group_frame.get() as usize
     }
 
     /// Spawns into the running `batch` of this group, for one of its tasks.
@@ -196,12 +184,12 @@ impl GroupCore {
         let mut g = self.relock(epoch);
         let inner = g.inner();
         inner.started -= 1;
-        if let Err(p) = result {
-            inner.keep_panic(p);
-        }
+        let lost = result.err().and_then(|p| inner.keep_panic(p));
         // Only the last one can make the group idle.
         if inner.started == 0 {
             self.wake_waiters(inner);
         }
+        drop(g);
+        drop(lost);
     }
 }

@@ -23,8 +23,10 @@ impl GroupCore {
     /// outside the pool: the usual wait, right after the spawns) has no
     /// frame or node anywhere that a walk could find, so the lock is taken
     /// first and, then, nothing is walked. Otherwise the check comes before
-    /// anything changes, so a refused wait leaves the group as it was (it
-    /// runs none of its queued tasks), and without the lock: it reads only
+    /// anything changes (but the owner's bias, which taking the lock first
+    /// may have revoked: invisible but for the speed of the owner's later
+    /// calls), so a refused wait leaves the group as it was (it runs none
+    /// of its queued tasks), and without the lock: it reads only
     /// frames and nodes that cannot change while the caller waits, nothing
     /// the lock guards. A wait it refuses could never end, so the group is
     /// busy, under the epoch it has now, from before the call until after
@@ -105,15 +107,19 @@ impl GroupCore {
                 g = self.relock(epoch);
                 let inner = g.inner();
                 inner.batches -= 1;
-                if let Some(p) = panic {
-                    inner.keep_panic(p);
-                }
+                let lost = panic.and_then(|p| inner.keep_panic(p));
                 // The batch's capacity serves the next spawns.
                 if inner.queue.capacity() == 0 && batch.capacity() <= KEPT_CAPACITY {
                     batch.clear();
                     inner.queue = batch;
                 }
                 self.wake_waiters(inner);
+                if lost.is_some() {
+                    // Dropped with the lock let go (see `keep_panic`).
+                    drop(g);
+                    drop(lost);
+                    g = self.relock(epoch);
+                }
                 continue;
             }
             if inner.idle() {

@@ -288,3 +288,47 @@ fn an_owned_group_is_locked_by_one_thread_at_a_time() {
         );
     });
 }
+
+/// The race a review found: a thread locks the group under the epoch it
+/// is about to be opened under (a guessed handle, or one passed on without
+/// ordering) while the opener opens it owned and takes the bias. The
+/// lock is decided on one load of the state (not open yet: refused; open
+/// and owned: revoke first), so the two never hold it at once. Without
+/// that, the late thread's compare-and-swap succeeded beside the owner.
+#[test]
+fn an_owned_lock_racing_the_open_is_exclusive() {
+    use crate::sched::group::loom_hooks as hooks;
+    use crate::sched::group::GroupCore;
+    const OWNER: usize = 0x1000;
+    model(2, || {
+        let core = Arc::new(GroupCore::new());
+        let count = Arc::new(AtomicUsize::new(0));
+        let bump = |count: &AtomicUsize| {
+            let v = count.load(Ordering::Relaxed);
+            count.store(v + 1, Ordering::Relaxed);
+        };
+        let other = {
+            let (core, count) = (core.clone(), count.clone());
+            thread::spawn(move || {
+                let got = hooks::try_lock_as(&core, 1, 0);
+                let ok = got.is_some();
+                if ok {
+                    bump(&count);
+                }
+                drop(got);
+                ok
+            })
+        };
+        let epoch = hooks::open_owned(&core, OWNER);
+        assert_eq!(epoch, 1);
+        let g = hooks::lock_as(&core, epoch, OWNER);
+        bump(&count);
+        drop(g);
+        let ok = other.join().unwrap();
+        assert_eq!(
+            count.load(Ordering::Relaxed),
+            1 + usize::from(ok),
+            "two threads held the lock at once"
+        );
+    });
+}
