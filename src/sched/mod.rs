@@ -75,3 +75,13 @@ pub use thread_pool::{
     spawn, spawn_fifo, yield_local, yield_now, ThreadPool, Yield,
 };
 pub(crate) use worker::WorkerThread;
+
+/// An unpinned pool of `n` workers, for the scheduler's unit tests.
+#[cfg(test)]
+pub(crate) fn test_pool(n: usize) -> ThreadPool {
+    ThreadPoolBuilder::new()
+        .num_threads(n)
+        .pin(false)
+        .build()
+        .unwrap_or_else(|e| panic!("a test pool of {n} workers: {e}"))
+}

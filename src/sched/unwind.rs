@@ -160,18 +160,12 @@ mod tests {
     #[cfg(debug_assertions)]
     use crate::sched::join::PrivateJob;
     use crate::sched::latch::{LockLatch, WorkerLatch};
-    use crate::sched::{ThreadPool, ThreadPoolBuilder, WorkerThread};
+    use crate::sched::{ThreadPoolBuilder, WorkerThread};
 
     /// Set in the child process: run the breaking half of the test.
     const CHILD: &str = "TERROIR_UNWIND_TEST_CHILD";
 
-    fn pool(n: usize) -> ThreadPool {
-        ThreadPoolBuilder::new()
-            .num_threads(n)
-            .pin(false)
-            .build()
-            .expect("a pool")
-    }
+    use crate::sched::test_pool as pool;
 
     /// In the child (`CHILD` set), runs `breaks`, which must abort the
     /// process; in the parent, runs test `name` of this module in a child

@@ -475,15 +475,10 @@ mod tests {
     use std::time::Duration;
 
     use super::{WorkerThread, ASKED, UNWATCHED};
-    use crate::ThreadPoolBuilder;
 
     /// A pool of two unpinned workers.
     fn two_workers() -> crate::ThreadPool {
-        ThreadPoolBuilder::new()
-            .num_threads(2)
-            .pin(false)
-            .build()
-            .expect("a pool")
+        crate::sched::test_pool(2)
     }
 
     /// Waits (up to ten seconds: a loaded machine may keep it spinning

@@ -205,15 +205,8 @@ mod tests {
 
     use super::super::core::{GroupCore, OWNED};
     use crate::sched::worker::WorkerThread;
-    use crate::{ThreadPool, ThreadPoolBuilder};
 
-    fn pool(n: usize) -> ThreadPool {
-        ThreadPoolBuilder::new()
-            .num_threads(n)
-            .pin(false)
-            .build()
-            .expect("a pool")
-    }
+    use crate::sched::test_pool as pool;
 
     fn owned(core: &GroupCore) -> bool {
         core.state.load(Ordering::Relaxed) & OWNED != 0

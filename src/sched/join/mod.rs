@@ -284,14 +284,10 @@ mod tests {
 
     use super::*;
     use crate::sched::worker::ASKED;
-    use crate::{ThreadPool, ThreadPoolBuilder};
+    use crate::ThreadPool;
 
     fn one_worker() -> ThreadPool {
-        ThreadPoolBuilder::new()
-            .num_threads(1)
-            .pin(false)
-            .build()
-            .expect("a pool")
+        crate::sched::test_pool(1)
     }
 
     /// Clears the calling worker's request byte: a one-worker pool's

@@ -3,13 +3,7 @@
 use super::*;
 use crate::ThreadPoolBuilder;
 
-fn pool(n: usize) -> crate::ThreadPool {
-    ThreadPoolBuilder::new()
-        .num_threads(n)
-        .pin(false)
-        .build()
-        .unwrap()
-}
+use crate::sched::test_pool as pool;
 
 fn labelled(rec: &Recording, name: &str) -> usize {
     rec.tasks

@@ -242,6 +242,13 @@ fn a_lock_latch_set_while_its_waiter_blocks_wakes_it() {
     });
 }
 
+/// An increment with a plain load and store, made under a lock: two
+/// threads inside the lock at once lose one in some interleaving.
+fn bump(count: &AtomicUsize) {
+    let v = count.load(Ordering::Relaxed);
+    count.store(v + 1, Ordering::Relaxed);
+}
+
 /// A task group's owner bias (`group/bias.rs`): the owner takes the lock
 /// twice with plain stores, another thread once (revoking the bias, then
 /// the compare-and-swap lock). Each increments a counter with a plain
@@ -258,10 +265,6 @@ fn an_owned_group_is_locked_by_one_thread_at_a_time() {
         let core = Arc::new(GroupCore::new());
         let epoch = hooks::open_owned(&core, OWNER);
         let count = Arc::new(AtomicUsize::new(0));
-        let bump = |count: &AtomicUsize| {
-            let v = count.load(Ordering::Relaxed);
-            count.store(v + 1, Ordering::Relaxed);
-        };
         let other = {
             let (core, count) = (core.clone(), count.clone());
             thread::spawn(move || {
@@ -303,10 +306,6 @@ fn an_owned_lock_racing_the_open_is_exclusive() {
     model(2, || {
         let core = Arc::new(GroupCore::new());
         let count = Arc::new(AtomicUsize::new(0));
-        let bump = |count: &AtomicUsize| {
-            let v = count.load(Ordering::Relaxed);
-            count.store(v + 1, Ordering::Relaxed);
-        };
         let other = {
             let (core, count) = (core.clone(), count.clone());
             thread::spawn(move || {
