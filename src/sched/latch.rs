@@ -6,8 +6,11 @@
 //! the latch set. A worker that waits on a [`WorkerLatch`] may park; the setter
 //! then wakes it (see `sleep.rs` and `README.md` beside this file).
 
-use std::sync::atomic::AtomicUsize;
+// `set_ns` and `typical_ns` of `LockLatch` are measurements, not part of
+// the protocol loom models: std's atomics always.
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::registry::Registry;
 use super::sync::{AtomicU8, Condvar, Mutex, Ordering};
@@ -175,10 +178,10 @@ impl Latch for WorkerLatch {
 pub(crate) struct LockLatch {
     state: AtomicU8,
     /// When the setter set the latch (`record::now_ns`).
-    set_ns: std::sync::atomic::AtomicU64,
+    set_ns: AtomicU64,
     /// The waiter's estimate of how long its waits last, in ns: a running
     /// mean (new wait 1/4, history 3/4). Touched by the waiter alone.
-    typical_ns: std::sync::atomic::AtomicU64,
+    typical_ns: AtomicU64,
     done: Mutex<bool>,
     cv: Condvar,
 }
@@ -187,8 +190,8 @@ impl Default for LockLatch {
     fn default() -> Self {
         LockLatch {
             state: AtomicU8::new(UNSET),
-            set_ns: std::sync::atomic::AtomicU64::new(0),
-            typical_ns: std::sync::atomic::AtomicU64::new(0),
+            set_ns: AtomicU64::new(0),
+            typical_ns: AtomicU64::new(0),
             done: Mutex::new(false),
             cv: Condvar::new(),
         }
@@ -200,15 +203,15 @@ impl Default for LockLatch {
 /// (a one-worker `install` of a 1,023-node tree sum took 14-15 µs in its
 /// best tenth of calls with a waiter that blocked at once, 3 µs of it the
 /// work), so that a short wait costs at most about twice the best choice.
-const LOCK_SPIN: std::time::Duration = std::time::Duration::from_micros(25);
+const LOCK_SPIN: Duration = Duration::from_micros(25);
 
 /// How long to spin for a job when the waiter's recent jobs took
 /// `typical_ns` ([`LockLatch::wait_and_reset_adaptive`]).
-fn spin_for(typical_ns: u64, spare_cpus: bool) -> std::time::Duration {
+fn spin_for(typical_ns: u64, spare_cpus: bool) -> Duration {
     if spare_cpus || typical_ns < LOCK_SPIN.as_nanos() as u64 {
         LOCK_SPIN
     } else {
-        std::time::Duration::ZERO
+        Duration::ZERO
     }
 }
 
@@ -225,7 +228,7 @@ impl LockLatch {
     /// Waits until set (one look, then blocking), then resets the latch
     /// for reuse.
     pub(crate) fn wait_and_reset(&self) {
-        if !self.spin(std::time::Duration::ZERO) {
+        if !self.spin(Duration::ZERO) {
             self.block();
         }
         self.state.store(UNSET, Ordering::Relaxed);
@@ -246,29 +249,24 @@ impl LockLatch {
     /// not counting the waiter's wake-up) decide: spin for short ones,
     /// block at once for long ones.
     pub(crate) fn wait_and_reset_adaptive(&self, start_ns: u64, spare_cpus: bool) {
-        let typical = self.typical_ns.load(std::sync::atomic::Ordering::Relaxed);
+        let typical = self.typical_ns.load(Ordering::Relaxed);
         if !self.spin(spin_for(typical, spare_cpus)) {
             self.block();
         }
-        let took = self
-            .set_ns
-            .load(std::sync::atomic::Ordering::Relaxed)
-            .saturating_sub(start_ns);
-        self.typical_ns.store(
-            next_typical(typical, took),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        let took = self.set_ns.load(Ordering::Relaxed).saturating_sub(start_ns);
+        self.typical_ns
+            .store(next_typical(typical, took), Ordering::Relaxed);
         self.state.store(UNSET, Ordering::Relaxed);
     }
 
     /// Looks at the latch for up to `spin_for` (at least once); whether
     /// it was set.
-    fn spin(&self, spin_for: std::time::Duration) -> bool {
+    fn spin(&self, spin_for: Duration) -> bool {
         // Under Miri and loom a look is enough (and time is slow).
         if cfg!(any(miri, loom)) || spin_for.is_zero() {
             return self.state.load(Ordering::Acquire) == SET;
         }
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         loop {
             for _ in 0..64 {
                 if self.state.load(Ordering::Acquire) == SET {
@@ -308,10 +306,8 @@ impl Latch for LockLatch {
         // waiter blocks, until it re-acquires the mutex after we set
         // `done`: see the type's docs).
         let this = unsafe { &*this };
-        this.set_ns.store(
-            crate::sched::record::now_ns(),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        this.set_ns
+            .store(crate::sched::record::now_ns(), Ordering::Relaxed);
         if this.state.swap(SET, Ordering::AcqRel) == SLEEPING {
             let mut done = this.done.lock().unwrap_or_else(|e| e.into_inner());
             *done = true;
@@ -534,7 +530,7 @@ mod tests {
         for (round, delay_us) in [(1u64, 2_000u64), (2, 0), (3, 2_000), (4, 0)] {
             thread::scope(|s| {
                 s.spawn(|| {
-                    thread::sleep(std::time::Duration::from_micros(delay_us));
+                    thread::sleep(Duration::from_micros(delay_us));
                     // SAFETY: the waiter reads only after the latch is set.
                     unsafe { *slot.ptr() = round };
                     // SAFETY: alive (borrowed by the scope).
@@ -556,7 +552,7 @@ mod tests {
         let us = |n: u64| n * 1_000;
         assert_eq!(spin_for(0, false), LOCK_SPIN, "no history: spin");
         assert_eq!(spin_for(us(10), false), LOCK_SPIN);
-        assert_eq!(spin_for(us(30), false), std::time::Duration::ZERO);
+        assert_eq!(spin_for(us(30), false), Duration::ZERO);
         assert_eq!(spin_for(us(30), true), LOCK_SPIN, "CPUs to spare");
         // Jobs of 100 µs: the estimate passes the spin within 4 jobs and
         // stays below twice it.

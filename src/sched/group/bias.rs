@@ -315,6 +315,10 @@ mod tests {
                 .unwrap();
             assert_eq!(closed, Some(true));
             assert_eq!(core.epoch(), None);
+            assert!(
+                core.bias.revoked.load(Ordering::Relaxed),
+                "the close from outside revoked the bias"
+            );
         }
         assert_eq!(ran.load(Ordering::Relaxed), 50);
     }

@@ -438,22 +438,42 @@ impl GroupCore {
     #[inline]
     fn lock_owned(&self, epoch: u32, s: u64, me: usize) -> Result<Locked<'_>, CoreError> {
         debug_assert!(s & LIVE != 0 && epoch_of(s) == epoch);
-        // The Acquire load saw the open that wrote `owned_by`, and only a
-        // later open (after a close) writes it again.
-        if me != 0 && self.owned_by.load(Ordering::Relaxed) == me {
-            if self.bias.enter() {
-                // Held: nobody else writes the state while the owner is in
-                // and the bias stands (`bias.rs`).
-                return Ok(Locked {
-                    core: self,
-                    epoch,
-                    biased: true,
-                });
+        if self.is_owner(me) {
+            if let Some(g) = self.enter_biased(epoch) {
+                return Ok(g);
             }
         } else {
             self.bias.revoke();
         }
         self.lock_shared(epoch)
+    }
+
+    /// Whether the thread whose `WorkerInfo` is at `me` (0: not a worker)
+    /// owns the group, for a caller whose Acquire load of the state saw it
+    /// open [`OWNED`]: that load saw the open that wrote `owned_by`, and
+    /// only a later open (after a close) writes it again.
+    #[inline(always)]
+    pub(super) fn is_owner(&self, me: usize) -> bool {
+        me != 0 && self.owned_by.load(Ordering::Relaxed) == me
+    }
+
+    /// The lock through the owner's bias, for the owner ([`is_owner`]) of
+    /// the group open [`OWNED`] under `epoch`; `None` when another thread
+    /// revoked the bias (then the compare-and-swap lock). While it is held
+    /// nobody else writes the state (`bias.rs`).
+    ///
+    /// [`is_owner`]: Self::is_owner
+    #[inline(always)]
+    pub(super) fn enter_biased(&self, epoch: u32) -> Option<Locked<'_>> {
+        // Built only once held: a `Locked` unlocks when dropped.
+        if !self.bias.enter() {
+            return None;
+        }
+        Some(Locked {
+            core: self,
+            epoch,
+            biased: true,
+        })
     }
 
     /// The compare-and-swap lock of the group open under `epoch`; clears
@@ -594,20 +614,16 @@ impl GroupCore {
             return None;
         }
         let wt = WorkerThread::current()?;
-        if self.owned_by.load(Ordering::Relaxed) != wt.info as usize || !self.bias.enter() {
+        if !self.is_owner(wt.info as usize) {
             return None;
         }
+        let g = self.enter_biased(epoch)?;
         // Nobody else wrote the state since the load (the owner holds the
         // lock now), so the group is still idle.
         debug_assert_eq!(
             self.state.load(Ordering::Relaxed),
             word(epoch, LIVE | OWNED)
         );
-        let g = Locked {
-            core: self,
-            epoch,
-            biased: true,
-        };
         Some(self.free(g, Some(wt)))
     }
 

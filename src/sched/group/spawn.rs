@@ -93,6 +93,9 @@ impl GroupCore {
             return Err(f);
         };
         let s = self.state.load(Ordering::Acquire);
+        // `is_owner` and `enter_biased` spelled out (`wt` is a worker, so
+        // its info is not 0): with them the lock's drop went out of line
+        // here, 13 more instructions a spawn (callgrind, `group_cost`).
         if s & !BUSY != word(epoch, LIVE | OWNED)
             || self.owned_by.load(Ordering::Relaxed) != wt.info as usize
             || !self.bias.enter()

@@ -48,7 +48,7 @@ impl GroupCore {
         if let Some(why) = walk::stacked(wt, self) {
             return Err(self.refused(epoch, why));
         }
-        Ok((self.lock(epoch)?, Some(wt)))
+        Ok((self.lock_as(epoch, Some(wt))?, Some(wt)))
     }
 
     #[cold]
