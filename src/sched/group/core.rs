@@ -54,6 +54,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::batch::Queued;
 use super::bias::{self, Bias};
+use super::pool_ref::release;
 use super::{TaskGroup, WouldDeadlock};
 use crate::sched::latch::{Latch, WorkerLatch};
 use crate::sched::place::PlaceError;
@@ -724,53 +725,6 @@ impl GroupCore {
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Makes an uncounted group hold a reference to its pool, for a thread
-/// other than the worker that created it; called with the lock held.
-pub(super) fn adopt(inner: &mut Inner) -> Result<(), CoreError> {
-    // SAFETY: the registry is alive: its owner worker is, or exited keeping
-    // it (`worker_exits`).
-    let registry = unsafe { &*inner.registry };
-    if !registry.try_keep_alive() {
-        return Err(CoreError::PoolGone);
-    }
-    // SAFETY: alive (above); this count is the group's from now on.
-    unsafe { Arc::increment_strong_count(inner.registry) };
-    inner.counted = true;
-    // After the count: an owner that sees this knows the group keeps the
-    // registry alive itself.
-    // SAFETY: the owner's `WorkerInfo` lives in the registry (alive).
-    unsafe {
-        (*inner.owner)
-            .groups_adopted
-            .fetch_add(1, Ordering::Release)
-    };
-    Ok(())
-}
-
-/// Gives back a counted group's reference to its pool.
-///
-/// # Safety
-/// `registry` came from `Arc::into_raw` (or has a count this call owns),
-/// with a keep-alive count of its pool taken for it.
-unsafe fn release(registry: *const Registry) {
-    // SAFETY: the caller's count keeps it alive until the decrement.
-    unsafe {
-        (*registry).terminate();
-        Arc::decrement_strong_count(registry);
-    }
-}
-
-/// Called by a worker as it exits: if groups it created for its own pool
-/// without a reference may still be open and not adopted, keeps the
-/// pool's memory (leaking one count), so that a thread that adopts or
-/// closes one of them later reads no freed memory.
-pub(crate) fn worker_exits(wt: &WorkerThread) {
-    let open = wt.groups_open.get();
-    if open > 0 && open > wt.info().groups_adopted.load(Ordering::Acquire) {
-        mem::forget(Arc::clone(wt.registry()));
-    }
 }
 
 /// `Started`'s flag, claimed once.

@@ -7,6 +7,7 @@
 //! | the state of a group, its lock, open, close | `core.rs` |
 //! | the owner's lock without a read-modify-write, and its revoke | `bias.rs` |
 //! | spawn: where a task starts; tasks started from outside | `spawn.rs` |
+//! | a group's reference to its pool: adopting it, giving it back | `pool_ref.rs` |
 //! | a wait: the check, then batches or a wait for a change | `wait.rs` |
 //! | a wait's batch: running queued tasks | `batch.rs` |
 //! | frames: which group's task is running, and what it waits on | `frame.rs` |
@@ -17,6 +18,7 @@ mod batch;
 mod bias;
 mod core;
 mod frame;
+mod pool_ref;
 mod spawn;
 mod task;
 mod wait;
@@ -27,9 +29,9 @@ use std::ptr::NonNull;
 
 #[cfg(all(loom, test))]
 pub(crate) use self::core::loom_hooks;
-pub(crate) use self::core::worker_exits;
 pub use self::core::{CoreError, GroupCore};
 pub(crate) use self::frame::{install_carrying_frame, join_carrying_frame, Entered, Frame};
+pub(crate) use self::pool_ref::worker_exits;
 use super::place::{Place, PlaceError};
 use super::thread_pool::ThreadPool;
 use super::worker::WorkerThread;

@@ -24,9 +24,10 @@ use std::sync::Arc;
 
 use super::batch::{Queued, Started};
 use super::core::{
-    adopt, group_view, word, CoreError, CorePtr, GroupCore, Inner, Locked, BUSY, LIVE, OWNED,
+    group_view, word, CoreError, CorePtr, GroupCore, Inner, Locked, BUSY, LIVE, OWNED,
 };
 use super::frame;
+use super::pool_ref::adopt;
 use super::task::Task;
 use super::TaskGroup;
 use crate::sched::place::Place;

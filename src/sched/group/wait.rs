@@ -7,8 +7,9 @@
 use std::{mem, ptr};
 
 use super::batch::run_batch;
-use super::core::{adopt, lock, CoreError, GroupCore, Locked, Panic, WaiterLatch, KEPT_CAPACITY};
+use super::core::{lock, CoreError, GroupCore, Locked, Panic, WaiterLatch, KEPT_CAPACITY};
 use super::frame::FramePtr;
+use super::pool_ref::adopt;
 use super::walk;
 use super::WouldDeadlock;
 use crate::sched::latch::WorkerLatch;
