@@ -24,7 +24,7 @@
 //! covered by semver): [`ExternalEvent`], an event its MPI thread sets and
 //! a task waits for by running other work, as a task group's wait does.
 
-pub use crate::sched::group::{CoreError, GroupCore};
+pub use crate::sched::group::{Closed, CoreError, GroupCore, WarmKey};
 pub use crate::sched::ExternalEvent;
 use crate::sched::{CloseLabel, OpenLabel, WorkerThread};
 use crate::ThreadPool;

@@ -10,10 +10,14 @@
 //! handle), converts the C place, and maps the engine's errors to codes.
 //!
 //! A group created by a worker for its own pool (NULL, or the handle of
-//! the pool the calling worker belongs to) takes a free slot from the
-//! thread's own list and holds no reference to the pool until another
-//! thread uses it: creating and destroying an empty group takes no lock
-//! and one atomic compare-and-swap.
+//! the pool the calling worker belongs to) holds no reference to the pool
+//! until another thread uses it, and its worker locks it without an atomic
+//! read-modify-write (the owner bias). When that worker destroys it, the
+//! worker keeps the slot warm, and its next create opens it again with
+//! three stores and no table work (`terroir::__capi::GroupCore::open_warm`);
+//! the slots it keeps go back to the table when its thread stops being a
+//! worker. So an empty group takes no lock, no atomic read-modify-write and
+//! one thread-local read per call.
 
 use std::ffi::{c_int, c_void};
 
@@ -22,7 +26,7 @@ use super::handle::{LocalFree, Table};
 use super::memory::{check_range, whole_allocation_accesses, whole_allocation_place, Bytes};
 use super::pool::{handle_ptr, with_pool, TerroirPool, TerroirTaskFn};
 use super::task::CTask;
-use terroir::__capi::{CoreError, GroupCore};
+use terroir::__capi::{Closed, CoreError, GroupCore, WarmKey};
 use terroir::{Access, Place, ThreadPool};
 
 /// An opaque task-group handle (a key into terroir's handle table, like
@@ -274,10 +278,13 @@ pub unsafe extern "C" fn terroir_group_create(
     pool: *mut TerroirPool,
     out: *mut *mut TerroirGroup,
 ) -> c_int {
-    // The common case, a worker's group for its own pool with a slot kept
-    // by the thread, outside `call`: nothing in it can fail or panic.
+    // The common case, a worker's group for its own pool, opened again
+    // from the groups the worker keeps warm, outside `call`: nothing in it
+    // can fail or panic.
     if !out.is_null() {
-        if let Some(handle) = create_here(pool) {
+        let tag = (!pool.is_null()).then(|| pool.addr());
+        if let Some((index, epoch)) = GroupCore::open_warm(tag) {
+            let handle = Table::<GroupCore>::encode(index as usize, epoch);
             // SAFETY: non-null, writable (the caller's promise).
             unsafe { out.write(handle_ptr(handle)) };
             return TerroirError::Ok as c_int;
@@ -287,26 +294,10 @@ pub unsafe extern "C" fn terroir_group_create(
     unsafe { create_slow(pool, out) }
 }
 
-/// A group opened by the calling worker for its own pool (`pool` NULL or
-/// its handle) in a slot its thread keeps: its handle, or `None` (nothing
-/// taken) when the caller is not such a worker or keeps no slot.
-#[inline(always)]
-fn create_here(pool: *mut TerroirPool) -> Option<usize> {
-    let (index, core) = GROUPS.take_local(&FREE_GROUP_SLOTS)?;
-    let tag = (!pool.is_null()).then(|| pool.addr());
-    // SAFETY: a free slot, taken by this thread alone.
-    match unsafe { core.open_here(tag) } {
-        Some(epoch) => Some(Table::<GroupCore>::encode(index, epoch)),
-        None => put_back(index),
-    }
-}
-
-/// Gives back a slot [`create_here`] took and could not open.
-#[cold]
-#[inline(never)]
-fn put_back(index: usize) -> Option<usize> {
-    GROUPS.put_with(&FREE_GROUP_SLOTS, index);
-    None
+/// How a slot that a worker kept warm goes back to the table (as the
+/// worker's thread stops being one).
+fn drain_warm(index: u32) {
+    GROUPS.put_global(index as usize);
 }
 
 /// [`terroir_group_create`] for every other case, and its errors.
@@ -324,8 +315,15 @@ unsafe fn create_slow(pool: *mut TerroirPool, out: *mut *mut TerroirGroup) -> c_
         // The calling worker's own pool (NULL, or its handle): no lookup,
         // no reference. Otherwise the pool that `pool` stands for.
         let tag = (!pool.is_null()).then(|| pool.addr());
-        // SAFETY: a free slot, taken by this thread alone.
-        let opened = match unsafe { core.open_here(tag) } {
+        // Kept warm by the worker when it closes the group: the slot is
+        // never freed.
+        let warm = u32::try_from(index).ok().map(|key| WarmKey {
+            key,
+            drain: drain_warm,
+        });
+        // SAFETY: a free slot, taken by this thread alone; the table's
+        // slots are never freed.
+        let opened = match unsafe { core.open_here(tag, warm) } {
             Some(epoch) => Ok(Some(epoch)),
             // SAFETY: as above (still closed).
             None => with_pool(pool, |p| Ok(unsafe { core.open_counted(p) })),
@@ -466,14 +464,23 @@ pub unsafe extern "C" fn terroir_group_destroy(group: *mut TerroirGroup) -> c_in
     // for its own pool, outside `call`: nothing in it can fail or panic.
     let (index, epoch) = Table::<GroupCore>::decode(group.addr());
     if let Some(core) = GROUPS.get(index) {
-        if let Some(reusable) = core.close_idle_owned(epoch) {
-            if reusable {
-                GROUPS.put_with(&FREE_GROUP_SLOTS, index);
-            }
-            return TerroirError::Ok as c_int;
+        match core.close_idle_owned(epoch) {
+            Some(Closed::Warm | Closed::Retired) => return TerroirError::Ok as c_int,
+            Some(Closed::Free) => return free_slot(index),
+            None => {}
         }
     }
     destroy_slow(group)
+}
+
+/// Gives the slot of a group closed by [`terroir_group_destroy`]'s fast
+/// path to the thread's free list (the worker keeps enough groups warm
+/// already), out of the fast path's way.
+#[cold]
+#[inline(never)]
+fn free_slot(index: usize) -> c_int {
+    GROUPS.put_with(&FREE_GROUP_SLOTS, index);
+    TerroirError::Ok as c_int
 }
 
 /// [`terroir_group_destroy`] for every other case, and its errors.
@@ -490,8 +497,8 @@ fn destroy_slow(group: *mut TerroirGroup) -> c_int {
         // still held once idle: a racing spawn either lands before (and is
         // waited for) or finds the handle dead.
         match core.close(epoch) {
-            Ok(reusable) => {
-                if reusable {
+            Ok(closed) => {
+                if closed == Closed::Free {
                     GROUPS.put_with(
                         &FREE_GROUP_SLOTS,
                         Table::<GroupCore>::decode(group.addr()).0,
@@ -510,4 +517,88 @@ fn destroy_slow(group: *mut TerroirGroup) -> c_int {
             Err(e) => Err(group_error(group, e)),
         }
     })
+}
+
+/// The owner's fast paths on handles: a slot kept warm by its worker and
+/// opened again keeps every old handle of it dead, nested groups beyond
+/// what a worker keeps warm come from the table, and a group with tasks
+/// closes as an empty one does.
+#[cfg(all(test, not(miri)))]
+mod tests {
+    use std::ptr;
+
+    use super::*;
+
+    fn create() -> *mut TerroirGroup {
+        let mut g = ptr::null_mut();
+        // SAFETY: `g` is writable.
+        assert_eq!(unsafe { terroir_group_create(ptr::null_mut(), &mut g) }, 0);
+        g
+    }
+
+    fn destroy(g: *mut TerroirGroup) -> c_int {
+        // SAFETY: any value is accepted.
+        unsafe { terroir_group_destroy(g) }
+    }
+
+    extern "C" fn noop(_: *mut c_void) {}
+
+    const INVALID: c_int = TerroirError::InvalidHandle as c_int;
+
+    #[test]
+    fn a_slot_opened_again_keeps_its_old_handles_dead() {
+        let pool = terroir::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .pin(false)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let a = create();
+            assert_eq!(destroy(a), 0);
+            let b = create();
+            assert_ne!(a, b, "a new handle");
+            assert_eq!(
+                a.addr() & 0xFFFF_FFFF,
+                b.addr() & 0xFFFF_FFFF,
+                "the same slot"
+            );
+            assert_eq!(destroy(a), INVALID, "a double destroy");
+            // SAFETY: any handle value is accepted.
+            unsafe {
+                assert_eq!(
+                    terroir_group_spawn(a, Some(noop), ptr::null_mut(), ptr::null()),
+                    INVALID
+                );
+                assert_eq!(terroir_group_wait(a), INVALID);
+                assert_eq!(
+                    terroir_group_spawn(b, Some(noop), ptr::null_mut(), ptr::null()),
+                    0
+                );
+                assert_eq!(terroir_group_wait(b), 0);
+            }
+            // With a task: the slow close, and the slot kept warm again.
+            assert_eq!(destroy(b), 0);
+            assert_eq!(destroy(b), INVALID);
+            let c = create();
+            assert_eq!(c.addr() & 0xFFFF_FFFF, b.addr() & 0xFFFF_FFFF);
+            assert_eq!(destroy(c), 0);
+            // Nested past what a worker keeps: all distinct, all live.
+            let open: Vec<_> = (0..40).map(|_| create()).collect();
+            let mut slots: Vec<_> = open.iter().map(|g| g.addr() & 0xFFFF_FFFF).collect();
+            slots.sort_unstable();
+            slots.dedup();
+            assert_eq!(slots.len(), 40, "40 slots for 40 open groups");
+            for &g in open.iter().rev() {
+                assert_eq!(destroy(g), 0);
+            }
+            for &g in &open {
+                assert_eq!(destroy(g), INVALID);
+            }
+            let again: Vec<_> = (0..40).map(|_| create()).collect();
+            for &g in &again {
+                assert!(!open.contains(&g), "a reused handle {g:p}");
+                assert_eq!(destroy(g), 0);
+            }
+        });
+    }
 }

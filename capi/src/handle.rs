@@ -32,7 +32,9 @@
 
 use std::cell::{Cell, RefCell};
 use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::LocalKey;
 
 use super::error::{Error, TerroirError};
@@ -184,7 +186,9 @@ thread_local! {
 pub(crate) struct Table<S: 'static> {
     /// What the handles are, for error messages (`"pool"`, `"group"`).
     kind: &'static str,
-    segments: [OnceLock<Box<[S]>>; SEGMENTS],
+    /// The segments of `SEGMENT_SLOTS` slots each, null until allocated
+    /// (then never freed), so that a lookup is one load.
+    segments: [AtomicPtr<S>; SEGMENTS],
     free: Mutex<FreeList>,
     local: &'static LocalKey<LocalFree>,
 }
@@ -195,7 +199,7 @@ impl<S: Default> Table<S> {
     pub(crate) const fn new(kind: &'static str, local: &'static LocalKey<LocalFree>) -> Table<S> {
         Table {
             kind,
-            segments: [const { OnceLock::new() }; SEGMENTS],
+            segments: [const { AtomicPtr::new(ptr::null_mut()) }; SEGMENTS],
             free: Mutex::new(FreeList {
                 next: 0,
                 free: Vec::new(),
@@ -208,24 +212,6 @@ impl<S: Default> Table<S> {
     #[inline]
     pub(crate) fn take(&'static self) -> Result<(usize, &'static S), Error> {
         self.take_with(self.local)
-    }
-
-    /// A slot the calling thread keeps, if any (`local` as for
-    /// [`take_with`](Self::take_with)); `None` takes nothing.
-    #[inline(always)]
-    pub(crate) fn take_local(
-        &'static self,
-        local: &'static LocalKey<LocalFree>,
-    ) -> Option<(usize, &'static S)> {
-        let index = local.try_with(LocalFree::pop).ok().flatten()?;
-        // A kept slot's segment exists (it was taken from it once).
-        let slot = self.get(index);
-        debug_assert!(
-            slot.is_some(),
-            "a kept {} slot without a segment",
-            self.kind
-        );
-        Some((index, slot?))
     }
 
     /// [`take`](Self::take) with the table's own thread-local list named
@@ -267,13 +253,25 @@ impl<S: Default> Table<S> {
         }
     }
 
+    /// Gives a freed slot to the table's list (from a thread that is
+    /// exiting, or no longer uses the table).
+    pub(crate) fn put_global(&'static self, index: usize) {
+        lock(&self.free).free.push(index);
+    }
+
     /// The slot `index`, if its segment exists (any index is accepted).
     #[inline]
     pub(crate) fn get(&'static self, index: usize) -> Option<&'static S> {
-        self.segments
-            .get(index / SEGMENT_SLOTS)?
-            .get()
-            .map(|seg| &seg[index % SEGMENT_SLOTS])
+        let seg = self.segments.get(index / SEGMENT_SLOTS)?;
+        // Acquire: the slots' initialisation, published by `take_global`'s
+        // Release store.
+        let seg = seg.load(Ordering::Acquire);
+        if seg.is_null() {
+            return None;
+        }
+        // SAFETY: a segment is `SEGMENT_SLOTS` initialised slots, never
+        // freed (`take_global`), and `index % SEGMENT_SLOTS` is within it.
+        Some(unsafe { &*seg.add(index % SEGMENT_SLOTS) })
     }
 
     /// The slot index and generation of `handle`.
@@ -315,8 +313,12 @@ impl<S: Default> Table<S> {
                 format!("more than {} live {} handles", i, self.kind),
             ));
         }
-        self.segments[i / SEGMENT_SLOTS]
-            .get_or_init(|| (0..SEGMENT_SLOTS).map(|_| S::default()).collect());
+        let seg = &self.segments[i / SEGMENT_SLOTS];
+        if seg.load(Ordering::Relaxed).is_null() {
+            // Under the free list's lock: this thread alone allocates it.
+            let slots: Box<[S]> = (0..SEGMENT_SLOTS).map(|_| S::default()).collect();
+            seg.store(Box::leak(slots).as_mut_ptr(), Ordering::Release);
+        }
         free.next = i + 1;
         Ok(i)
     }

@@ -6,7 +6,12 @@
  * group_cost_omp.c (a taskwait with no tasks, and `tasks` tasks plus a
  * taskwait).
  *
- *   group_cost [reps=1000000] [tasks=4] [runs=3]
+ *   group_cost [reps=1000000] [tasks=4] [runs=3] [loops=both|empty]
+ *
+ * `empty` runs the empty groups alone (their group_ns fields are then 0),
+ * for instruction counts: the difference of two callgrind runs,
+ *   valgrind --tool=callgrind group_cost 100000 1 1 empty   (and 200000),
+ * over 100000 is what one empty group executes, the loop included.
  *
  * Output, one line:
  *   group_cost runtime=terroir threads=1 tasks=.. empty_ns=.. group_ns=.. per_task_ns=..
@@ -21,10 +26,13 @@
 
 #include "bench_util.h"
 
+#include <string.h>
+
 static void noop(void *arg) { (void)arg; }
 
 struct params {
   long reps, tasks, runs;
+  int empty_only;
   double empty_s, group_s, empty_cpu_s, group_cpu_s;
 };
 
@@ -39,7 +47,7 @@ static void measure(void *arg) {
       CHECK(terroir_group_destroy(g));
     }
     double t1 = now_s(), c1 = thread_cpu_s();
-    for (long i = 0; i < p->reps; i++) {
+    for (long i = 0; i < p->reps && !p->empty_only; i++) {
       terroir_group *g;
       CHECK(terroir_group_create(NULL, &g));
       for (long k = 0; k < p->tasks; k++) CHECK(terroir_group_spawn(g, noop, NULL, NULL));
@@ -59,6 +67,14 @@ int main(int argc, char **argv) {
       .tasks = arg_long(argc, argv, 2, 4),
       .runs = arg_long(argc, argv, 3, 3),
   };
+  if (argc > 4) {
+    if (strcmp(argv[4], "empty") == 0) {
+      p.empty_only = 1;
+    } else if (strcmp(argv[4], "both") != 0) {
+      fprintf(stderr, "%s: argument 4 must be \"both\" or \"empty\", not \"%s\"\n", argv[0], argv[4]);
+      return 2;
+    }
+  }
   terroir_pool_config config = {.size = sizeof(terroir_pool_config), .num_threads = 1};
   terroir_pool *pool;
   CHECK(terroir_pool_create(&config, &pool));

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
-use super::group::{Entered, Frame};
+use super::group::{Entered, Frame, WarmGroups};
 use super::job::{JobFifo, JobRef};
 use super::join::{OfferList, PrivateList};
 use super::policy::{Policy, Seat, Victim};
@@ -109,6 +109,9 @@ pub(crate) struct WorkerThread {
     /// Task groups this worker created for its own pool without a
     /// reference to it, and has not closed (`group/core.rs`).
     pub(super) groups_open: Cell<usize>,
+    /// The closed groups this worker keeps for its next opens
+    /// (`group/warm.rs`), given back to their table when it is dropped.
+    pub(super) warm_groups: WarmGroups,
 }
 
 thread_local! {
@@ -189,6 +192,7 @@ impl WorkerThread {
             group_frame: Cell::new(std::ptr::null()),
             group_entered: Cell::new(std::ptr::null()),
             groups_open: Cell::new(0),
+            warm_groups: WarmGroups::new(),
         }
     }
 

@@ -92,6 +92,12 @@ impl Bias {
         true
     }
 
+    /// Whether the bias is revoked (for tests).
+    #[cfg(test)]
+    pub(super) fn is_revoked(&self) -> bool {
+        self.revoked.load(Ordering::Relaxed)
+    }
+
     /// The owner lets go of the lock taken by [`enter`](Self::enter).
     #[inline(always)]
     pub(super) fn leave(&self) {
@@ -204,6 +210,7 @@ mod tests {
     use std::sync::{mpsc, Arc};
 
     use super::super::core::{GroupCore, OWNED};
+    use super::super::warm::Closed;
     use crate::sched::worker::WorkerThread;
 
     use crate::sched::test_pool as pool;
@@ -217,7 +224,7 @@ mod tests {
     fn open_here() -> (&'static GroupCore, u32) {
         let core: &'static GroupCore = Box::leak(Box::new(GroupCore::new()));
         // SAFETY: a new group, opened by this thread alone.
-        let epoch = unsafe { core.open_here(None) }.expect("a worker opens a group here");
+        let epoch = unsafe { core.open_here(None, None) }.expect("a worker opens a group here");
         (core, epoch)
     }
 
@@ -245,7 +252,11 @@ mod tests {
                 // The group's tasks ran (on either worker) without taking
                 // its lock: still owned.
                 assert!(owned(core), "still owned after the wait");
-                assert_eq!(core.close_idle_owned(epoch), Some(true), "the biased close");
+                assert_eq!(
+                    core.close_idle_owned(epoch),
+                    Some(Closed::Free),
+                    "the biased close"
+                );
                 assert_eq!(core.epoch(), None, "closed");
             }
         });
@@ -282,12 +293,12 @@ mod tests {
             assert!(!owned(core), "round {round}: revoked by the outside spawn");
             // The owner worker (or the other one) waits and closes: the
             // compare-and-swap lock now.
-            let reusable = pool.install(move || {
+            let closed = pool.install(move || {
                 assert!(WorkerThread::current().is_some());
                 core.wait(epoch).expect("a wait after the revoke");
                 core.close(epoch).expect("a close after the revoke")
             });
-            assert!(reusable);
+            assert_eq!(closed, Closed::Free);
         }
         assert_eq!(ran.load(Ordering::Relaxed), 100);
     }
@@ -313,7 +324,7 @@ mod tests {
             let closed = std::thread::spawn(move || core.close(epoch).ok())
                 .join()
                 .unwrap();
-            assert_eq!(closed, Some(true));
+            assert_eq!(closed, Some(Closed::Free));
             assert_eq!(core.epoch(), None);
             assert!(
                 core.bias.revoked.load(Ordering::Relaxed),
@@ -360,7 +371,7 @@ mod tests {
             for _ in 0..50_000 {
                 let (e, g) = {
                     // SAFETY: this thread alone opens the group.
-                    let e = unsafe { core.open_here(None) }.expect("opens");
+                    let e = unsafe { core.open_here(None, None) }.expect("opens");
                     assert!(e > last, "epochs go forward ({last} then {e})");
                     last = e;
                     (e, core.lock(e).expect("open"))
@@ -410,7 +421,7 @@ mod tests {
                 })
                 .is_ok());
             core.wait(epoch).expect("the wait");
-            assert_eq!(core.close(epoch).ok(), Some(true));
+            assert_eq!(core.close(epoch).ok(), Some(Closed::Free));
         });
         assert_eq!(declined.load(Ordering::Relaxed), 1);
     }

@@ -27,7 +27,8 @@
 //! only in that case), so that a late user of such a group never reads
 //! freed memory. An empty group created and closed by one worker thus
 //! costs no atomic read-modify-write at all, and neither do that worker's
-//! spawns and waits while no other thread touches the group.
+//! spawns and waits while no other thread touches the group; the worker
+//! keeps the closed group for its next open (`warm.rs`).
 //!
 //! Where a spawn's task starts is `spawn.rs`.
 //!
@@ -55,6 +56,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use super::batch::Queued;
 use super::bias::{self, Bias};
 use super::pool_ref::release;
+use super::warm::{Closed, WarmKey};
 use super::{TaskGroup, WouldDeadlock};
 use crate::sched::latch::{Latch, WorkerLatch};
 use crate::sched::place::PlaceError;
@@ -128,6 +130,9 @@ pub(super) struct Inner {
     pub(super) latches: Vec<WaiterLatch>,
     /// The first panic of a task, for the next wait to propagate.
     pub(super) panic: Option<Panic>,
+    /// Set by an open that lets the owner keep the group warm when it
+    /// closes it (`warm.rs`).
+    pub(super) warm: Option<WarmKey>,
 }
 
 impl Inner {
@@ -293,6 +298,7 @@ impl GroupCore {
                 blocked: 0,
                 latches: Vec::new(),
                 panic: None,
+                warm: None,
             }),
             sleep: Mutex::new(()),
             wake: Condvar::new(),
@@ -311,7 +317,9 @@ impl GroupCore {
     /// # Safety
     /// The group is closed and the caller is the only thread opening it.
     ///
-    /// `owned`: open it [`OWNED`] by `owner` (the calling worker).
+    /// `owned`: open it [`OWNED`] by `owner` (the calling worker). `warm`:
+    /// the owner may keep it warm (`warm.rs`); then the group is never
+    /// freed, and not counted.
     #[inline]
     unsafe fn open_with(
         &self,
@@ -319,6 +327,7 @@ impl GroupCore {
         counted: bool,
         owner: *const WorkerInfo,
         owned: bool,
+        warm: Option<WarmKey>,
     ) -> Option<u32> {
         let s = self.state.load(Ordering::Relaxed);
         if s & LIVE != 0 || epoch_of(s) == 0 {
@@ -334,6 +343,8 @@ impl GroupCore {
         inner.batches = 0;
         inner.started = 0;
         inner.blocked = 0;
+        debug_assert!(!counted || warm.is_none());
+        inner.warm = warm;
         debug_assert!(inner.queue.is_empty() && inner.latches.is_empty());
         debug_assert!(inner.panic.is_none());
         let epoch = epoch_of(s);
@@ -352,19 +363,26 @@ impl GroupCore {
     /// reference to it (see the module docs), when the caller is a worker
     /// (of the pool tagged `tag`, if given: see
     /// `terroir::__capi::set_pool_tag`); its epoch, or `None` when it is
-    /// not (or the group is open, or retired).
+    /// not (or the group is open, or retired). With `warm`, the worker
+    /// keeps the group when it closes it, for its next
+    /// [`open_warm`](Self::open_warm) (`warm.rs`).
     ///
     /// # Safety
-    /// The caller is the only thread opening this group.
+    /// The caller is the only thread opening this group. With `warm`, the
+    /// group is never freed (nor moved).
     #[inline]
-    pub unsafe fn open_here(&self, tag: Option<usize>) -> Option<u32> {
+    pub unsafe fn open_here(&self, tag: Option<usize>, warm: Option<WarmKey>) -> Option<u32> {
         let wt = WorkerThread::current()?;
         if tag.is_some_and(|t| super::pool_tag(wt) != t) {
             return None;
         }
+        // Kept warm only where the owner's bias opens it owned: the warm
+        // open sets `OWNED` without asking.
+        let owned = bias::enabled();
+        let warm = warm.filter(|_| owned);
         // SAFETY: forwarded.
         let epoch =
-            unsafe { self.open_with(Arc::as_ptr(wt.registry()), false, wt.info, bias::enabled()) }?;
+            unsafe { self.open_with(Arc::as_ptr(wt.registry()), false, wt.info, owned, warm) }?;
         wt.groups_open.set(wt.groups_open.get() + 1);
         Some(epoch)
     }
@@ -380,7 +398,7 @@ impl GroupCore {
         registry.terminate_count.fetch_add(1, Ordering::Relaxed);
         let raw = Arc::into_raw(registry);
         // SAFETY: forwarded.
-        let epoch = unsafe { self.open_with(raw, true, ptr::null(), false) };
+        let epoch = unsafe { self.open_with(raw, true, ptr::null(), false, None) };
         if epoch.is_none() {
             // SAFETY: the count and keep-alive taken above, given back.
             unsafe { release(raw) };
@@ -568,9 +586,10 @@ impl GroupCore {
     }
 
     /// Waits for the group open under `epoch` to be idle (as [`wait`]) and
-    /// closes it: the epoch is bumped, and the group may be opened again.
-    /// `Ok(false)`: the epoch would wrap, so the group is retired (never to
-    /// be opened again). A panic of a task is resumed after the close.
+    /// closes it: the epoch is bumped, and the group may be opened again
+    /// (what became of its slot: [`Closed`]; [`Closed::Retired`] when the
+    /// epoch would wrap, so the group is never to be opened again). A
+    /// panic of a task is resumed after the close.
     ///
     /// # Errors
     /// As [`wait`] (then nothing changes), and
@@ -579,9 +598,9 @@ impl GroupCore {
     ///
     /// [`wait`]: Self::wait
     #[inline]
-    pub fn close(&self, epoch: u32) -> Result<bool, CoreError> {
-        if let Some(reusable) = self.close_idle_owned(epoch) {
-            return Ok(reusable);
+    pub fn close(&self, epoch: u32) -> Result<Closed, CoreError> {
+        if let Some(closed) = self.close_idle_owned(epoch) {
+            return Ok(closed);
         }
         // Idle (no task, no panic to report) and unlocked: close it at once.
         if self
@@ -604,38 +623,14 @@ impl GroupCore {
         self.close_slow(epoch)
     }
 
-    /// [`close`](Self::close) of an idle group open under `epoch`, by its
-    /// owner, through its bias (`bias.rs`: no read-modify-write);
-    /// `Some(reusable)` when that is the case, `None` (nothing done)
-    /// otherwise.
-    #[inline(always)]
-    pub fn close_idle_owned(&self, epoch: u32) -> Option<bool> {
-        // Idle (no task, no panic to report), unlocked, owned.
-        if self.state.load(Ordering::Acquire) != word(epoch, LIVE | OWNED) {
-            return None;
-        }
-        let wt = WorkerThread::current()?;
-        if !self.is_owner(wt.info as usize) {
-            return None;
-        }
-        let g = self.enter_biased(epoch)?;
-        // Nobody else wrote the state since the load (the owner holds the
-        // lock now), so the group is still idle.
-        debug_assert_eq!(
-            self.state.load(Ordering::Relaxed),
-            word(epoch, LIVE | OWNED)
-        );
-        Some(self.free(g, Some(wt)))
-    }
-
     #[cold]
     #[inline(never)]
-    fn close_slow(&self, epoch: u32) -> Result<bool, CoreError> {
-        let (reusable, panic) = self.close_inner(epoch)?;
+    fn close_slow(&self, epoch: u32) -> Result<Closed, CoreError> {
+        let (closed, panic) = self.close_inner(epoch)?;
         if let Some(p) = panic {
             std::panic::resume_unwind(p);
         }
-        Ok(reusable)
+        Ok(closed)
     }
 
     /// [`close`](Self::close), the panic of a task returned rather than
@@ -645,7 +640,7 @@ impl GroupCore {
     }
 
     #[inline]
-    fn close_inner(&self, epoch: u32) -> Result<(bool, Option<Panic>), CoreError> {
+    fn close_inner(&self, epoch: u32) -> Result<(Closed, Option<Panic>), CoreError> {
         // (The same lock and check as `close`'s fast path, for a group that
         // has tasks.)
         let (g, wt) = self.lock_to_wait(epoch)?;
@@ -658,12 +653,13 @@ impl GroupCore {
 
     /// Closes the locked, idle group and releases what it holds; `wt` is
     /// the calling thread's worker, if it is one.
-    #[inline]
-    fn free(&self, mut g: Locked<'_>, wt: Option<&WorkerThread>) -> bool {
+    #[inline(always)]
+    pub(super) fn free(&self, mut g: Locked<'_>, wt: Option<&WorkerThread>) -> Closed {
         let epoch = g.epoch;
         let inner = g.inner();
         debug_assert!(inner.idle() && inner.latches.is_empty());
         let (registry, counted, owner) = (inner.registry, inner.counted, inner.owner);
+        let warm = inner.warm.filter(|_| !counted).map(|w| w.key);
         if inner.queue.capacity() > KEPT_CAPACITY {
             inner.queue = Vec::new();
         }
@@ -671,6 +667,8 @@ impl GroupCore {
         let biased = g.biased;
         mem::forget(g);
         // Unlocks and closes at once; epoch 0 is never opened (retired).
+        // The slot is this thread's until the caller frees it (or keeps it
+        // warm): closed, in no free list.
         self.state.store(word(next, 0), Ordering::Release);
         if biased {
             self.bias.leave();
@@ -682,6 +680,7 @@ impl GroupCore {
             match wt {
                 Some(wt) if ptr::eq(wt.info, owner) => {
                     wt.groups_open.set(wt.groups_open.get() - 1);
+                    return self.keep_warm(wt, next, warm);
                 }
                 // Closed by another thread without adopting: counted as
                 // adopted, so that the owner's exit sums up (`worker_exits`).
@@ -691,7 +690,11 @@ impl GroupCore {
                 }
             }
         }
-        next != 0
+        if next == 0 {
+            Closed::Retired
+        } else {
+            Closed::Free
+        }
     }
 
     /// Runs `f` with the group's pool.
@@ -744,7 +747,7 @@ pub(crate) mod loom_hooks {
     pub(crate) fn open_owned(core: &GroupCore, owner: usize) -> u32 {
         // SAFETY: a new group, opened by this thread alone; the registry
         // and owner pointers are never followed by the lock.
-        unsafe { core.open_with(std::ptr::null(), false, owner as *const _, true) }
+        unsafe { core.open_with(std::ptr::null(), false, owner as *const _, true, None) }
             .expect("a closed group opens")
     }
 

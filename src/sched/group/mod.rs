@@ -13,6 +13,7 @@
 //! | frames: which group's task is running, and what it waits on | `frame.rs` |
 //! | refusing waits that could never end: the walk over frames | `walk.rs` |
 //! | a task, kept inline when small | `task.rs` |
+//! | warm groups: a worker's closed groups, opened again by a few stores | `warm.rs` |
 
 mod batch;
 mod bias;
@@ -23,6 +24,7 @@ mod spawn;
 mod task;
 mod wait;
 mod walk;
+mod warm;
 
 use std::fmt;
 use std::ptr::NonNull;
@@ -32,6 +34,8 @@ pub(crate) use self::core::loom_hooks;
 pub use self::core::{CoreError, GroupCore};
 pub(crate) use self::frame::{install_carrying_frame, join_carrying_frame, Entered, Frame};
 pub(crate) use self::pool_ref::worker_exits;
+pub(crate) use self::warm::WarmGroups;
+pub use self::warm::{Closed, WarmKey};
 use super::place::{Place, PlaceError};
 use super::thread_pool::ThreadPool;
 use super::worker::WorkerThread;
