@@ -762,6 +762,21 @@ pub(crate) mod loom_hooks {
         core.lock_by(epoch, || me).ok()
     }
 
+    /// The owner `me`'s biased close of the idle group (as
+    /// `close_idle_owned`): the epoch it left, or `None` (nothing done:
+    /// revoked, or not idle).
+    pub(crate) fn close_owned(core: &GroupCore, epoch: u32, me: usize) -> Option<u32> {
+        core.close_biased(epoch, || Some(me)).map(|(next, _)| next)
+    }
+
+    /// Opens the group `close_owned` closed again, as a warm open does
+    /// (`warm.rs`); its epoch.
+    pub(crate) fn reopen_kept(core: &GroupCore) -> u32 {
+        // SAFETY: the models call this only on the thread that closed the
+        // group, which keeps it (nobody else opens it).
+        unsafe { core.reopen_kept() }
+    }
+
     /// Whether the group is still owned, and unlocked.
     pub(crate) fn owned_and_unlocked(core: &GroupCore) -> (bool, bool) {
         let s = core.state.load(Ordering::Acquire);

@@ -114,7 +114,7 @@ impl WarmGroups {
     }
 
     /// How many groups are kept (for tests).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
         self.len.get()
     }
@@ -148,23 +148,35 @@ impl GroupCore {
         if tag.is_some_and(|t| super::pool_tag(wt) != t) {
             return None;
         }
-        // Kept warm: closed, and this thread alone reaches it (module
-        // docs); its fields are this worker's own open's.
         let (core, key) = wt.warm_groups.pop()?;
-        let s = core.state.load(Ordering::Relaxed);
-        debug_assert!(s & !(u64::from(u32::MAX) << 32) == 0 && epoch_of(s) != 0);
         debug_assert_eq!(
             core.owned_by.load(Ordering::Relaxed),
             wt.info as usize,
             "a warm group is its worker's own"
         );
-        let epoch = epoch_of(s);
-        // Before the Release store that opens it, as `open_with` does.
-        core.bias.reset();
-        core.state
-            .store(word(epoch, LIVE | OWNED), Ordering::Release);
+        // SAFETY: kept warm by this worker: closed, and this thread alone
+        // reaches it (module docs); its fields are this worker's own open's.
+        let epoch = unsafe { core.reopen_kept() };
         wt.groups_open.set(wt.groups_open.get() + 1);
         Some((key, epoch))
+    }
+
+    /// Opens a kept group again, owned, under the epoch its close left:
+    /// that epoch.
+    ///
+    /// # Safety
+    /// The group is closed, kept warm by the caller (so no other thread
+    /// opens it), and was last open owned by the caller.
+    #[inline(always)]
+    pub(super) unsafe fn reopen_kept(&self) -> u32 {
+        let s = self.state.load(Ordering::Relaxed);
+        debug_assert!(s & !(u64::from(u32::MAX) << 32) == 0 && epoch_of(s) != 0);
+        let epoch = epoch_of(s);
+        // Before the Release store that opens it, as `open_with` does.
+        self.bias.reset();
+        self.state
+            .store(word(epoch, LIVE | OWNED), Ordering::Release);
+        epoch
     }
 
     /// [`close`](Self::close) of an idle group open under `epoch`, by its
@@ -174,15 +186,37 @@ impl GroupCore {
     /// queue capacity, which [`close`](Self::close) sheds).
     #[inline(always)]
     pub fn close_idle_owned(&self, epoch: u32) -> Option<Closed> {
+        let mut worker = None;
+        let (next, warm) = self.close_biased(epoch, || {
+            let wt = WorkerThread::current()?;
+            worker = Some(wt);
+            Some(wt.info as usize)
+        })?;
+        let wt = worker?;
+        wt.groups_open.set(wt.groups_open.get() - 1);
+        Some(self.keep_warm(wt, next, warm))
+    }
+
+    /// The close of [`close_idle_owned`](Self::close_idle_owned) by the
+    /// thread whose `WorkerInfo` is at `me()` (asked only once the group
+    /// is seen open, idle and owned; `None`: not a worker): the epoch it
+    /// left (the next open's) and the group's [`WarmKey`]'s `key`, or
+    /// `None` (nothing done).
+    #[inline(always)]
+    pub(super) fn close_biased(
+        &self,
+        epoch: u32,
+        me: impl FnOnce() -> Option<usize>,
+    ) -> Option<(u32, Option<u32>)> {
         // Idle (no task, no panic to report), unlocked, owned.
         if self.state.load(Ordering::Acquire) != word(epoch, LIVE | OWNED) {
             return None;
         }
-        let wt = WorkerThread::current()?;
+        let me = me()?;
         // `is_owner` for a worker (whose info is never null), and the lock
         // through the bias without a `Locked`, whose drop would be
         // compiled in here (callgrind: 66 instructions a close with it).
-        if self.owned_by.load(Ordering::Relaxed) != wt.info as usize || !self.bias.enter() {
+        if self.owned_by.load(Ordering::Relaxed) != me || !self.bias.enter() {
             return None;
         }
         // Held. Nobody else wrote the state since the load (the owner holds
@@ -195,7 +229,7 @@ impl GroupCore {
         );
         // SAFETY: the lock is held (through the bias), until `leave`.
         let inner = unsafe { &*self.inner.get() };
-        debug_assert!(!inner.counted && ptr::eq(inner.owner, wt.info));
+        debug_assert!(!inner.counted && inner.owner as usize == me);
         if inner.queue.capacity() > KEPT_CAPACITY {
             // Rare (a group that once held many tasks): `free` sheds it,
             // out of this path's way. Nothing was changed.
@@ -206,8 +240,7 @@ impl GroupCore {
         let next = epoch.wrapping_add(1);
         self.state.store(word(next, 0), Ordering::Release);
         self.bias.leave();
-        wt.groups_open.set(wt.groups_open.get() - 1);
-        Some(self.keep_warm(wt, next, warm))
+        Some((next, warm))
     }
 
     /// The end of a close by the group's owner (`free`), after it closed

@@ -292,6 +292,57 @@ fn an_owned_group_is_locked_by_one_thread_at_a_time() {
     });
 }
 
+/// A warm group (`group/warm.rs`): the owner closes it through its bias
+/// and opens it again under the next epoch with only the bias reset and
+/// the state store, while another thread locks it under both epochs (a
+/// stale handle, and a guessed one). Its revoke of the first epoch may
+/// land after the reopen's reset; whatever the order, the two never hold
+/// the lock at once, and the reopened group is open under the next epoch.
+#[test]
+fn a_warm_reopen_racing_a_stale_lock_is_exclusive() {
+    use crate::sched::group::loom_hooks as hooks;
+    use crate::sched::group::GroupCore;
+    const OWNER: usize = 0x1000;
+    model(2, || {
+        let core = Arc::new(GroupCore::new());
+        let count = Arc::new(AtomicUsize::new(0));
+        let epoch = hooks::open_owned(&core, OWNER);
+        let other = {
+            let (core, count) = (core.clone(), count.clone());
+            thread::spawn(move || {
+                let mut held = 0;
+                for e in [epoch, epoch + 1] {
+                    if let Some(g) = hooks::try_lock_as(&core, e, 0) {
+                        bump(&count);
+                        held += 1;
+                        drop(g);
+                    }
+                }
+                held
+            })
+        };
+        let mut owner_held = 0;
+        if let Some(next) = hooks::close_owned(&core, epoch, OWNER) {
+            assert_eq!(next, epoch + 1);
+            let reopened = hooks::reopen_kept(&core);
+            assert_eq!(reopened, next);
+            let g = hooks::lock_as(&core, next, OWNER);
+            bump(&count);
+            owner_held += 1;
+            drop(g);
+        }
+        let other_held = other.join().unwrap();
+        assert_eq!(
+            count.load(Ordering::Relaxed),
+            owner_held + other_held,
+            "two threads held the lock at once"
+        );
+        if owner_held == 1 {
+            assert_eq!(core.epoch(), Some(epoch + 1), "open under the next epoch");
+        }
+    });
+}
+
 /// The race a review found: a thread locks the group under the epoch it
 /// is about to be opened under (a guessed handle, or one passed on without
 /// ordering) while the opener opens it owned and takes the bias. The
