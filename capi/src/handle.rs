@@ -31,6 +31,7 @@
 //! take the table's global free-list lock.
 
 use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -103,6 +104,12 @@ impl LocalFree {
             len: Cell::new(0),
             slots: [const { Cell::new(0) }; LOCAL_SLOTS],
         }
+    }
+
+    /// How many slots the thread keeps (for tests).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.len.get()
     }
 
     #[inline]
@@ -191,6 +198,9 @@ pub(crate) struct Table<S: 'static> {
     segments: [AtomicPtr<S>; SEGMENTS],
     free: Mutex<FreeList>,
     local: &'static LocalKey<LocalFree>,
+    /// The table hands out `&S` to every thread: `Sync` only for an `S`
+    /// that is (`AtomicPtr<S>` is `Sync` for every `S`).
+    _slots: PhantomData<S>,
 }
 
 impl<S: Default> Table<S> {
@@ -205,6 +215,7 @@ impl<S: Default> Table<S> {
                 free: Vec::new(),
             }),
             local,
+            _slots: PhantomData,
         }
     }
 

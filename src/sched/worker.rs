@@ -110,7 +110,8 @@ pub(crate) struct WorkerThread {
     /// reference to it, and has not closed (`group/core.rs`).
     pub(super) groups_open: Cell<usize>,
     /// The closed groups this worker keeps for its next opens
-    /// (`group/warm.rs`), given back to their table when it is dropped.
+    /// (`group/warm.rs`), given back to their table when it is dropped
+    /// (after `registry`, which the drain does not need).
     pub(super) warm_groups: WarmGroups,
 }
 
@@ -221,10 +222,11 @@ impl WorkerThread {
             &super::unwind::hooks::PANIC_AFTER_MAIN_LOOP,
             "worker unwinds after its main loop",
         );
-        super::group::worker_exits(&wt);
         if let Some(handler) = &reg.exit_handler {
             reg.call_user(|| handler(index));
         }
+        // After the exit handler, which may still open groups of its own.
+        super::group::worker_exits(&wt);
     }
 
     /// Makes the calling thread worker `index` without running a main loop
@@ -233,8 +235,10 @@ impl WorkerThread {
     /// the thread's life (the worker state is leaked, as in rayon-core).
     pub(super) fn adopt_current(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) {
         debug_assert!(WorkerThread::current().is_none());
-        let wt: &'static WorkerThread =
-            Box::leak(Box::new(WorkerThread::new(registry, index, deque)));
+        let mut wt = WorkerThread::new(registry, index, deque);
+        // Never dropped, so it could never give warm groups back.
+        wt.warm_groups = WarmGroups::none();
+        let wt: &'static WorkerThread = Box::leak(Box::new(wt));
         // It runs the caller's code: thieves may ask it for continuations.
         wt.info().busy.store(true, Ordering::Relaxed);
         WORKER.with(|c| c.set(wt));

@@ -14,9 +14,10 @@
 //!
 //! ```text
 //! owner (enter)                      another thread (revoke, once)
-//!   owner_in = true                    revoked = true
+//!   owner_in = true                    revoked = max(revoked, epoch)
 //!   compiler fence                     membarrier(PRIVATE_EXPEDITED)
-//!   if revoked: owner_in = false,      while owner_in: wait
+//!   if revoked >= epoch:               while owner_in: wait
+//!     owner_in = false,
 //!     take the CAS lock instead        take the CAS lock (clears OWNED)
 //!   ... (the lock is held) ...
 //! (leave) owner_in = false
@@ -28,11 +29,43 @@
 //! `asymmetricHeavyBarrier` and liburcu use it the same way). Either the
 //! owner's load sees `revoked` (and it backs out), or the other thread's
 //! load sees `owner_in` (and it waits for the owner to leave): both cannot
-//! miss each other. Once `revoked` is set, the owner never enters again in
-//! this epoch, and the first compare-and-swap lock clears `OWNED`: from
+//! miss each other. Once `revoked` names the epoch, the owner never enters again in
+//! it, and the first compare-and-swap lock clears `OWNED`: from
 //! then on every thread takes the compare-and-swap lock, as for a group
 //! that was never owned. A revoke costs a system call (microseconds), once
 //! per group that another thread touches.
+//!
+//! ## Stale threads
+//!
+//! An operation decides on one load of the state (open under its epoch
+//! and `OWNED`) and one of `owned_by` (the caller is the owner) before it
+//! enters, and may be preempted in between. Meanwhile another thread may
+//! revoke, lock and close the group (a `terroir_group_destroy` from
+//! another thread racing the owner's use of the handle: a caller's bug,
+//! which must still end in `CoreError::Dead`, not in two threads in the
+//! lock), and the slot may be opened again. Two rules make the late
+//! owner harmless (a review found the race: two threads in the lock, an
+//! epoch going backwards, a slot in two free lists):
+//!
+//! - `revoked` holds the revoked *epoch*, kept monotonic (`fetch_max`):
+//!   the late owner's `enter(e)` sees the revoke of `e`, whatever was
+//!   opened since, and backs out to the compare-and-swap lock, which
+//!   finds `e` dead. (A flag reset by the next open let it in.)
+//! - `owner_in` is shared by the owners of all epochs, so a late owner's
+//!   store and back-out must not land while another worker owns a later
+//!   epoch (its back-out would clear that worker's `owner_in`, and a
+//!   revoke would walk in beside it). So `owned_by` is cleared only by
+//!   the owner's own close (`GroupCore::give_up`: no owner check is
+//!   carried across anything that could run that close, so the owner is
+//!   not between a check and its bias then), and the group opens owned
+//!   only for the worker in `owned_by`, or when it is cleared: after
+//!   another thread's close, the slot is owned again only by its last
+//!   owner. Such a slot costs its other users the compare-and-swap lock,
+//!   as if `membarrier` were missing, until that worker opens it again
+//!   (for good if that worker has exited, unless a later worker's state
+//!   lands at the same address).
+//!
+//! loom: `a_late_owner_neither_enters_nor_clears_a_later_owners_bias`.
 //!
 //! Where the kernel has no `membarrier` (or a sandbox forbids it, or
 //! allows the registration but not the barrier: the first use tries
@@ -50,52 +83,53 @@
 
 use std::sync::atomic::AtomicU8;
 
-use crate::sched::sync::{AtomicBool, Ordering};
+use crate::sched::sync::{AtomicBool, AtomicU32, Ordering};
 
 /// The two flags of the protocol, in a group.
 pub(super) struct Bias {
     /// Set by the owner while it holds the lock through the bias.
     owner_in: AtomicBool,
-    /// Set by the first other thread that wants the lock in this epoch.
-    revoked: AtomicBool,
+    /// The latest epoch another thread revoked (0: none; epochs start at
+    /// 1 and only go forward, `core.rs`). An epoch, not a flag: a revoke
+    /// of one epoch must stop that epoch's owner, also when it comes
+    /// late (see "Stale threads" in the module docs), and must not stop
+    /// a later epoch's owner, so the open has nothing to reset.
+    revoked: AtomicU32,
 }
 
 impl Bias {
     pub(super) fn new() -> Bias {
         Bias {
             owner_in: AtomicBool::new(false),
-            revoked: AtomicBool::new(false),
+            revoked: AtomicU32::new(0),
         }
     }
 
-    /// For the opener, before the Release store that opens the group
-    /// owned: nobody has revoked the new epoch. (A thread still revoking
-    /// the previous epoch may set `revoked` again after this: the new
-    /// owner then takes the compare-and-swap lock, which is correct,
-    /// only slower.)
-    #[inline]
-    pub(super) fn reset(&self) {
-        self.revoked.store(false, Ordering::Relaxed);
-    }
-
-    /// The owner takes the lock: true when it holds it (then it must
-    /// [`leave`](Self::leave)), false when another thread revoked the bias
-    /// (then it takes the compare-and-swap lock).
+    /// The owner of `epoch` takes the lock: true when it holds it (then it
+    /// must [`leave`](Self::leave)), false when another thread revoked the
+    /// bias of `epoch` (then it takes the compare-and-swap lock, which
+    /// finds out whether `epoch` is still open).
     #[inline(always)]
-    pub(super) fn enter(&self) -> bool {
+    pub(super) fn enter(&self, epoch: u32) -> bool {
         self.owner_in.store(true, Ordering::Relaxed);
         light_barrier();
-        if self.revoked.load(Ordering::Relaxed) {
+        if self.revoked.load(Ordering::Relaxed) >= epoch {
             self.owner_in.store(false, Ordering::Release);
             return false;
         }
         true
     }
 
-    /// Whether the bias is revoked (for tests).
+    /// Whether an owner is in (for loom's models).
+    #[cfg(all(loom, test))]
+    pub(super) fn owner_is_in(&self) -> bool {
+        self.owner_in.load(Ordering::Relaxed)
+    }
+
+    /// Whether the bias of `epoch` is revoked (for tests).
     #[cfg(test)]
-    pub(super) fn is_revoked(&self) -> bool {
-        self.revoked.load(Ordering::Relaxed)
+    pub(super) fn is_revoked(&self, epoch: u32) -> bool {
+        self.revoked.load(Ordering::Relaxed) >= epoch
     }
 
     /// The owner lets go of the lock taken by [`enter`](Self::enter).
@@ -104,13 +138,15 @@ impl Bias {
         self.owner_in.store(false, Ordering::Release);
     }
 
-    /// Another thread, before it takes the compare-and-swap lock of an
-    /// owned group: stops the owner from entering, and waits until it is
-    /// out.
+    /// Another thread, before it takes the compare-and-swap lock of a
+    /// group it saw open owned under `epoch`: stops that epoch's owner
+    /// from entering, and waits until it is out.
     #[cold]
     #[inline(never)]
-    pub(super) fn revoke(&self) {
-        self.revoked.store(true, Ordering::Relaxed);
+    pub(super) fn revoke(&self, epoch: u32) {
+        // A read-modify-write: racing revokes of different epochs (one of
+        // them stale) leave the latest.
+        self.revoked.fetch_max(epoch, Ordering::Relaxed);
         heavy_barrier();
         // The owner holds the lock for a few field updates, never across a
         // task or a wait: this waits for those, or for the owner's thread
@@ -327,7 +363,7 @@ mod tests {
             assert_eq!(closed, Some(Closed::Free));
             assert_eq!(core.epoch(), None);
             assert!(
-                core.bias.revoked.load(Ordering::Relaxed),
+                core.bias.is_revoked(epoch),
                 "the close from outside revoked the bias"
             );
         }

@@ -1,6 +1,6 @@
 //! The state of one task group ([`GroupCore`]) and its protocol: open,
-//! the lock, wait, close, and the slow paths behind them (waiters that
-//! block or work, adopting the pool).
+//! the lock, wait (its close is `close.rs`), and the slow paths behind
+//! them (waiters that block or work, adopting the pool).
 //!
 //! # The state word and the lock
 //!
@@ -48,7 +48,7 @@
 
 use std::any::Any;
 use std::cell::UnsafeCell;
-use std::mem::{self, ManuallyDrop};
+use std::mem::ManuallyDrop;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -56,7 +56,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use super::batch::Queued;
 use super::bias::{self, Bias};
 use super::pool_ref::release;
-use super::warm::{Closed, WarmKey};
+use super::warm::WarmKey;
 use super::{TaskGroup, WouldDeadlock};
 use crate::sched::latch::{Latch, WorkerLatch};
 use crate::sched::place::PlaceError;
@@ -183,7 +183,10 @@ pub struct GroupCore {
     pub(super) state: AtomicU64,
     /// The address of the owner's `WorkerInfo` while the group is open
     /// [`OWNED`] (written by the opener before the Release store that
-    /// opens it, read after an Acquire load that sees `OWNED`).
+    /// opens it, read after an Acquire load that sees `OWNED`), and after:
+    /// it is cleared only by the owner's own close, so that no other
+    /// worker opens the group owned while its last owner may still be
+    /// between its owner check and its bias (`bias.rs`, "Stale threads").
     pub(super) owned_by: AtomicUsize,
     pub(super) bias: Bias,
     pub(super) inner: UnsafeCell<Inner>,
@@ -317,8 +320,11 @@ impl GroupCore {
     /// # Safety
     /// The group is closed and the caller is the only thread opening it.
     ///
-    /// `owned`: open it [`OWNED`] by `owner` (the calling worker). `warm`:
-    /// the owner may keep it warm (`warm.rs`); then the group is never
+    /// `owned`: open it [`OWNED`] by `owner` (the calling worker), unless
+    /// another worker owned it last and did not close it itself (then
+    /// that worker may still be about to take its bias: `bias.rs`, "Stale
+    /// threads"; the group opens as any other). `warm`: the owner may keep
+    /// it warm (`warm.rs`), if it opens owned; then the group is never
     /// freed, and not counted.
     #[inline]
     unsafe fn open_with(
@@ -344,13 +350,14 @@ impl GroupCore {
         inner.started = 0;
         inner.blocked = 0;
         debug_assert!(!counted || warm.is_none());
-        inner.warm = warm;
+        let last = self.owned_by.load(Ordering::Relaxed);
+        let owned = owned && (last == 0 || last == owner as usize);
+        inner.warm = warm.filter(|_| owned);
         debug_assert!(inner.queue.is_empty() && inner.latches.is_empty());
         debug_assert!(inner.panic.is_none());
         let epoch = epoch_of(s);
         let flags = if owned {
             self.owned_by.store(owner as usize, Ordering::Relaxed);
-            self.bias.reset();
             LIVE | OWNED
         } else {
             LIVE
@@ -368,7 +375,9 @@ impl GroupCore {
     /// [`open_warm`](Self::open_warm) (`warm.rs`).
     ///
     /// # Safety
-    /// The caller is the only thread opening this group. With `warm`, the
+    /// The caller is the only thread opening this group, and no worker
+    /// keeps it warm (a close that returned [`Closed::Warm`] left it to
+    /// that worker's [`open_warm`](Self::open_warm)). With `warm`, the
     /// group is never freed (nor moved).
     #[inline]
     pub unsafe fn open_here(&self, tag: Option<usize>, warm: Option<WarmKey>) -> Option<u32> {
@@ -376,10 +385,9 @@ impl GroupCore {
         if tag.is_some_and(|t| super::pool_tag(wt) != t) {
             return None;
         }
-        // Kept warm only where the owner's bias opens it owned: the warm
-        // open sets `OWNED` without asking.
+        // Kept warm only where the owner's bias opens it owned (decided by
+        // `open_with`): the warm open sets `OWNED` without asking.
         let owned = bias::enabled();
-        let warm = warm.filter(|_| owned);
         // SAFETY: forwarded.
         let epoch =
             unsafe { self.open_with(Arc::as_ptr(wt.registry()), false, wt.info, owned, warm) }?;
@@ -392,7 +400,8 @@ impl GroupCore {
     /// group is open or retired.
     ///
     /// # Safety
-    /// The caller is the only thread opening this group.
+    /// The caller is the only thread opening this group, and no worker
+    /// keeps it warm (see [`open_here`](Self::open_here)).
     pub unsafe fn open_counted(&self, pool: &ThreadPool) -> Option<u32> {
         let registry = Arc::clone(&pool.registry);
         registry.terminate_count.fetch_add(1, Ordering::Relaxed);
@@ -462,7 +471,7 @@ impl GroupCore {
                 return Ok(g);
             }
         } else {
-            self.bias.revoke();
+            self.bias.revoke(epoch);
         }
         self.lock_shared(epoch)
     }
@@ -485,7 +494,7 @@ impl GroupCore {
     #[inline(always)]
     pub(super) fn enter_biased(&self, epoch: u32) -> Option<Locked<'_>> {
         // Built only once held: a `Locked` unlocks when dropped.
-        if !self.bias.enter() {
+        if !self.bias.enter(epoch) {
             return None;
         }
         Some(Locked {
@@ -585,118 +594,6 @@ impl GroupCore {
         }
     }
 
-    /// Waits for the group open under `epoch` to be idle (as [`wait`]) and
-    /// closes it: the epoch is bumped, and the group may be opened again
-    /// (what became of its slot: [`Closed`]; [`Closed::Retired`] when the
-    /// epoch would wrap, so the group is never to be opened again). A
-    /// panic of a task is resumed after the close.
-    ///
-    /// # Errors
-    /// As [`wait`] (then nothing changes), and
-    /// [`CoreError::ClosedMeanwhile`] when another thread closed the group
-    /// during this call.
-    ///
-    /// [`wait`]: Self::wait
-    #[inline]
-    pub fn close(&self, epoch: u32) -> Result<Closed, CoreError> {
-        if let Some(closed) = self.close_idle_owned(epoch) {
-            return Ok(closed);
-        }
-        // Idle (no task, no panic to report) and unlocked: close it at once.
-        if self
-            .state
-            .compare_exchange(
-                word(epoch, LIVE),
-                word(epoch, LIVE | LOCKED),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-        {
-            let g = Locked {
-                core: self,
-                epoch,
-                biased: false,
-            };
-            return Ok(self.free(g, WorkerThread::current()));
-        }
-        self.close_slow(epoch)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn close_slow(&self, epoch: u32) -> Result<Closed, CoreError> {
-        let (closed, panic) = self.close_inner(epoch)?;
-        if let Some(p) = panic {
-            std::panic::resume_unwind(p);
-        }
-        Ok(closed)
-    }
-
-    /// [`close`](Self::close), the panic of a task returned rather than
-    /// resumed.
-    pub(crate) fn close_collect(&self, epoch: u32) -> Result<Option<Panic>, CoreError> {
-        self.close_inner(epoch).map(|(_, panic)| panic)
-    }
-
-    #[inline]
-    fn close_inner(&self, epoch: u32) -> Result<(Closed, Option<Panic>), CoreError> {
-        // (The same lock and check as `close`'s fast path, for a group that
-        // has tasks.)
-        let (g, wt) = self.lock_to_wait(epoch)?;
-        let (g, panic) = match self.wait_locked(g, wt)? {
-            Some(idle) => idle,
-            None => return Err(CoreError::ClosedMeanwhile),
-        };
-        Ok((self.free(g, WorkerThread::current()), panic))
-    }
-
-    /// Closes the locked, idle group and releases what it holds; `wt` is
-    /// the calling thread's worker, if it is one.
-    #[inline(always)]
-    pub(super) fn free(&self, mut g: Locked<'_>, wt: Option<&WorkerThread>) -> Closed {
-        let epoch = g.epoch;
-        let inner = g.inner();
-        debug_assert!(inner.idle() && inner.latches.is_empty());
-        let (registry, counted, owner) = (inner.registry, inner.counted, inner.owner);
-        let warm = inner.warm.filter(|_| !counted).map(|w| w.key);
-        if inner.queue.capacity() > KEPT_CAPACITY {
-            inner.queue = Vec::new();
-        }
-        let next = epoch.wrapping_add(1);
-        let biased = g.biased;
-        mem::forget(g);
-        // Unlocks and closes at once; epoch 0 is never opened (retired).
-        // The slot is this thread's until the caller frees it (or keeps it
-        // warm): closed, in no free list.
-        self.state.store(word(next, 0), Ordering::Release);
-        if biased {
-            self.bias.leave();
-        }
-        if counted {
-            // SAFETY: the count and keep-alive the group held.
-            unsafe { release(registry) };
-        } else {
-            match wt {
-                Some(wt) if ptr::eq(wt.info, owner) => {
-                    wt.groups_open.set(wt.groups_open.get() - 1);
-                    return self.keep_warm(wt, next, warm);
-                }
-                // Closed by another thread without adopting: counted as
-                // adopted, so that the owner's exit sums up (`worker_exits`).
-                _ => {
-                    // SAFETY: the owner's registry is alive (see `worker_exits`).
-                    unsafe { (*owner).groups_adopted.fetch_add(1, Ordering::Release) };
-                }
-            }
-        }
-        if next == 0 {
-            Closed::Retired
-        } else {
-            Closed::Free
-        }
-    }
-
     /// Runs `f` with the group's pool.
     ///
     /// # Errors
@@ -774,7 +671,25 @@ pub(crate) mod loom_hooks {
     pub(crate) fn reopen_kept(core: &GroupCore) -> u32 {
         // SAFETY: the models call this only on the thread that closed the
         // group, which keeps it (nobody else opens it).
-        unsafe { core.reopen_kept() }
+        unsafe { core.reopen_kept() }.expect("a closed group reopens")
+    }
+
+    /// Closes the group `g` holds (as a close does, without what the
+    /// close releases): the next epoch.
+    pub(crate) fn shut(g: Locked<'_>) -> u32 {
+        g.core.shut(g)
+    }
+
+    /// What a close by `me` does to the group's ownership once it closed
+    /// it (`free`, `keep_warm`).
+    pub(crate) fn give_up(core: &GroupCore, me: usize) {
+        core.give_up(me);
+    }
+
+    /// Whether `g` holds the lock through the owner's bias, and if so
+    /// whether the bias still says so (`owner_in`: what a revoke waits on).
+    pub(crate) fn biased(g: &Locked<'_>) -> Option<bool> {
+        g.biased.then(|| g.core.bias.owner_is_in())
     }
 
     /// Whether the group is still owned, and unlocked.

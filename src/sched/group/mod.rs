@@ -4,7 +4,8 @@
 //!
 //! | part | file |
 //! |---|---|
-//! | the state of a group, its lock, open, close | `core.rs` |
+//! | the state of a group, its lock, open | `core.rs` |
+//! | the close: wait until idle, bump the epoch, release or keep warm | `close.rs` |
 //! | the owner's lock without a read-modify-write, and its revoke | `bias.rs` |
 //! | spawn: where a task starts; tasks started from outside | `spawn.rs` |
 //! | a group's reference to its pool: adopting it, giving it back | `pool_ref.rs` |
@@ -17,6 +18,7 @@
 
 mod batch;
 mod bias;
+mod close;
 mod core;
 mod frame;
 mod pool_ref;

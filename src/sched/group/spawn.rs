@@ -99,7 +99,7 @@ impl GroupCore {
         // here, 13 more instructions a spawn (callgrind, `group_cost`).
         if s & !BUSY != word(epoch, LIVE | OWNED)
             || self.owned_by.load(Ordering::Relaxed) != wt.info as usize
-            || !self.bias.enter()
+            || !self.bias.enter(epoch)
         {
             return Err(f);
         }

@@ -13,10 +13,11 @@
 //! the state word. So the close keeps the group on the worker
 //! ([`WarmGroups`], in the `WorkerThread` that the one thread-local read
 //! finds anyway), and [`GroupCore::open_warm`] opens the last one kept:
-//! one thread-local read, a pop, three stores. With the C API's fast
-//! paths free of calls, an empty group executes about 119 instructions,
-//! the benchmark's loop included (`examples/c/group_cost.c`'s `empty`
-//! mode under callgrind).
+//! one thread-local read, a pop, a check that the group is closed, and
+//! two stores (the state, the worker's count of its open groups). With
+//! the C API's fast paths free of calls, an empty group executes about
+//! 119 instructions, the benchmark's loop included
+//! (`examples/c/group_cost.c`'s `empty` mode under callgrind).
 //!
 //! Only a group opened with a [`WarmKey`] is kept: a group of the C
 //! API's table (never freed), opened by its owner for its own pool, not
@@ -28,7 +29,12 @@
 //!
 //! While a group is kept warm nobody else can reach its fields: it is
 //! closed (every lock and every open needs it open, or free in a table),
-//! and in no free list but the worker's.
+//! and in no free list but the worker's. Its fields are as its owner's
+//! close of an idle group left them: no task, no latch, no blocked waiter
+//! counted (`free` keeps no group with one), its `owned_by` the worker's.
+//! A worker state that is never dropped
+//! (`ThreadPoolBuilder::use_current_thread`) keeps none
+//! ([`WarmGroups::none`]).
 
 use std::cell::Cell;
 use std::ptr;
@@ -61,13 +67,6 @@ pub enum Closed {
     Retired,
 }
 
-impl Closed {
-    /// Whether the slot may hold another group (kept warm, or free).
-    pub fn reusable(self) -> bool {
-        self != Closed::Retired
-    }
-}
-
 /// How many closed groups a worker keeps warm: a task tree's nesting of
 /// groups per worker, with some to spare.
 pub(crate) const WARM_GROUPS: usize = 16;
@@ -76,6 +75,9 @@ pub(crate) const WARM_GROUPS: usize = 16;
 /// each with its [`WarmKey`]'s `key`.
 pub(crate) struct WarmGroups {
     len: Cell<usize>,
+    /// How many it may keep: [`WARM_GROUPS`], or 0 for a worker that is
+    /// never dropped (so could never give them back).
+    cap: usize,
     groups: [Cell<(*const GroupCore, u32)>; WARM_GROUPS],
 }
 
@@ -83,6 +85,18 @@ impl WarmGroups {
     pub(crate) const fn new() -> WarmGroups {
         WarmGroups {
             len: Cell::new(0),
+            cap: WARM_GROUPS,
+            groups: [const { Cell::new((ptr::null(), 0)) }; WARM_GROUPS],
+        }
+    }
+
+    /// A list that keeps nothing: for a worker state that is leaked
+    /// (`ThreadPoolBuilder::use_current_thread`), whose drop would never
+    /// give its groups back to their tables.
+    pub(crate) const fn none() -> WarmGroups {
+        WarmGroups {
+            len: Cell::new(0),
+            cap: 0,
             groups: [const { Cell::new((ptr::null(), 0)) }; WARM_GROUPS],
         }
     }
@@ -92,6 +106,10 @@ impl WarmGroups {
     #[inline(always)]
     fn push(&self, core: &GroupCore, key: u32) -> bool {
         let n = self.len.get();
+        if n >= self.cap {
+            return false;
+        }
+        // `cap <= WARM_GROUPS`.
         let Some(entry) = self.groups.get(n) else {
             return false;
         };
@@ -127,9 +145,11 @@ impl Drop for WarmGroups {
         while let Some((core, key)) = self.pop() {
             // SAFETY: kept warm, so closed and reachable by this thread
             // alone (module docs).
-            let warm = unsafe { (*core.inner.get()).warm };
+            let (warm, owner) = unsafe { ((*core.inner.get()).warm, (*core.inner.get()).owner) };
             if let Some(w) = warm {
                 debug_assert_eq!(w.key, key);
+                // This worker opened it owned, and closed it itself.
+                core.give_up(owner as usize);
                 (w.drain)(key);
             }
         }
@@ -156,27 +176,50 @@ impl GroupCore {
         );
         // SAFETY: kept warm by this worker: closed, and this thread alone
         // reaches it (module docs); its fields are this worker's own open's.
-        let epoch = unsafe { core.reopen_kept() };
+        let epoch = unsafe { core.reopen_kept() }?;
         wt.groups_open.set(wt.groups_open.get() + 1);
         Some((key, epoch))
     }
 
     /// Opens a kept group again, owned, under the epoch its close left:
-    /// that epoch.
+    /// that epoch; `None` (nothing done, and the group is no longer kept)
+    /// when the group is not closed after all, which would be a bug of
+    /// this crate: checked, as opening an open group would put two
+    /// threads in its lock.
     ///
     /// # Safety
-    /// The group is closed, kept warm by the caller (so no other thread
-    /// opens it), and was last open owned by the caller.
+    /// The group is kept warm by the caller (so no other thread opens it),
+    /// and was last open owned by the caller, who closed it.
     #[inline(always)]
-    pub(super) unsafe fn reopen_kept(&self) -> u32 {
+    pub(super) unsafe fn reopen_kept(&self) -> Option<u32> {
         let s = self.state.load(Ordering::Relaxed);
-        debug_assert!(s & !(u64::from(u32::MAX) << 32) == 0 && epoch_of(s) != 0);
+        // Closed: no flag (one test).
+        if s as u32 != 0 {
+            debug_assert!(false, "a warm group is open: {s:#x}");
+            return None;
+        }
         let epoch = epoch_of(s);
-        // Before the Release store that opens it, as `open_with` does.
-        self.bias.reset();
+        debug_assert!(epoch != 0, "a retired group was kept warm");
+        debug_assert_eq!(
+            self.owned_by.load(Ordering::Relaxed),
+            // SAFETY: closed, and reached by this thread alone (the caller
+            // keeps it).
+            unsafe { (*self.inner.get()).owner } as usize,
+            "a warm group is owned by its opener"
+        );
+        #[cfg(debug_assertions)]
+        {
+            // SAFETY: as above.
+            let inner = unsafe { &*self.inner.get() };
+            // The fields the open would set are what its close left: an
+            // idle group's, the same owner's (module docs).
+            debug_assert!(inner.idle() && inner.latches.is_empty() && inner.blocked == 0);
+            debug_assert!(!inner.counted);
+        }
+        // The bias needs no reset: a revoke names its epoch (`bias.rs`).
         self.state
             .store(word(epoch, LIVE | OWNED), Ordering::Release);
-        epoch
+        Some(epoch)
     }
 
     /// [`close`](Self::close) of an idle group open under `epoch`, by its
@@ -216,7 +259,7 @@ impl GroupCore {
         // `is_owner` for a worker (whose info is never null), and the lock
         // through the bias without a `Locked`, whose drop would be
         // compiled in here (callgrind: 66 instructions a close with it).
-        if self.owned_by.load(Ordering::Relaxed) != me || !self.bias.enter() {
+        if self.owned_by.load(Ordering::Relaxed) != me || !self.bias.enter(epoch) {
             return None;
         }
         // Held. Nobody else wrote the state since the load (the owner holds
@@ -243,16 +286,38 @@ impl GroupCore {
         Some((next, warm))
     }
 
-    /// The end of a close by the group's owner (`free`), after it closed
-    /// the group: keeps it warm when it can.
+    /// The end of a close by the group's opener `wt` (`free`), after it
+    /// closed the group: keeps it warm when it can (only a group opened
+    /// owned has a `warm` key); else [`give_up`](Self::give_up).
     #[inline(always)]
     pub(super) fn keep_warm(&self, wt: &WorkerThread, next: u32, warm: Option<u32>) -> Closed {
+        if next != 0 && warm.is_some_and(|key| wt.warm_groups.push(self, key)) {
+            return Closed::Warm;
+        }
+        // The opener is not always the owner: a group sticky to another
+        // worker opened not owned (`open_with`), and that worker's
+        // ownership must stay (a review's race: cleared here, the group
+        // opened owned again beside its late owner).
+        self.give_up(wt.info as usize);
         if next == 0 {
             Closed::Retired
-        } else if warm.is_some_and(|key| wt.warm_groups.push(self, key)) {
-            Closed::Warm
         } else {
             Closed::Free
+        }
+    }
+
+    /// Clears `owned_by` if it is `me` (the calling thread's
+    /// `WorkerInfo`), after the caller closed the group: the one thread
+    /// that could be between an owner check of a past epoch and its bias
+    /// is the owner, and it is not, as it is here (no owner check is
+    /// carried across anything that could run the close: every lock after
+    /// user code or a wait checks afresh). Before the slot is freed, whose
+    /// free list (a mutex) orders it before the next open; the state word
+    /// does not (the close's store came first).
+    #[inline(always)]
+    pub(super) fn give_up(&self, me: usize) {
+        if self.owned_by.load(Ordering::Relaxed) == me {
+            self.owned_by.store(0, Ordering::Relaxed);
         }
     }
 }
@@ -298,17 +363,27 @@ mod tests {
         WorkerThread::current().expect("a worker").warm_groups.len()
     }
 
+    /// The calling worker's count of the groups it opened for its own
+    /// pool and has not closed (what its exit sums up: `pool_ref.rs`).
+    fn open_count() -> usize {
+        WorkerThread::current().expect("a worker").groups_open.get()
+    }
+
     #[test]
     fn a_closed_group_is_opened_again_by_its_worker_under_the_next_epoch() {
         assert_bias();
         pool(1).install(|| {
+            let open = open_count();
             let (core, e) = open_warm_keyed(7, no_drain);
+            assert_eq!(open_count(), open + 1);
             assert_eq!(core.close_idle_owned(e), Some(Closed::Warm));
             assert_eq!(kept(), 1);
+            assert_eq!(open_count(), open, "a kept group is not open");
             // Another pool's tag: not this worker's group to open.
             assert_eq!(GroupCore::open_warm(Some(usize::MAX)), None);
             assert_eq!(GroupCore::open_warm(None), Some((7, e + 1)));
             assert_eq!(kept(), 0);
+            assert_eq!(open_count(), open + 1, "the warm open counts");
             assert_eq!(
                 core.state.load(Ordering::Relaxed),
                 word(e + 1, LIVE | OWNED),
@@ -336,7 +411,9 @@ mod tests {
             assert_eq!(GroupCore::open_warm(None), Some((7, e + 4)));
             assert_eq!(GroupCore::open_warm(None), None);
             assert_eq!(core.close_idle_owned(e + 4), Some(Closed::Warm));
-            assert_eq!(GroupCore::open_warm(None).map(|(k, _)| k), Some(7));
+            assert_eq!(GroupCore::open_warm(None), Some((7, e + 5)));
+            assert_eq!(core.close(e + 5).ok(), Some(Closed::Warm));
+            assert_eq!(open_count(), open, "every open closed");
         });
     }
 
@@ -361,11 +438,22 @@ mod tests {
             assert!(closed[WARM_GROUPS..]
                 .iter()
                 .all(|c| *c == Some(Closed::Free)));
+            // The ones freed gave up their ownership (`owned_by`), for
+            // another worker to own them; the kept ones did not.
+            assert!(open[WARM_GROUPS..]
+                .iter()
+                .all(|(core, _)| core.owned_by.load(Ordering::Relaxed) == 0));
+            assert!(open[..WARM_GROUPS]
+                .iter()
+                .all(|(core, _)| core.owned_by.load(Ordering::Relaxed) != 0));
             // Latest kept first.
-            let keys: Vec<_> = std::iter::from_fn(|| GroupCore::open_warm(None))
-                .map(|(k, _)| k)
-                .collect();
+            let reopened: Vec<_> = std::iter::from_fn(|| GroupCore::open_warm(None)).collect();
+            let keys: Vec<_> = reopened.iter().map(|&(k, _)| k).collect();
             assert_eq!(keys, (0..WARM_GROUPS as u32).rev().collect::<Vec<_>>());
+            for (k, e) in reopened {
+                let core = open[k as usize].0;
+                assert_eq!(core.close_idle_owned(e), Some(Closed::Warm));
+            }
         });
     }
 
@@ -389,14 +477,83 @@ mod tests {
         std::thread::spawn(move || core.with_pool(e, |_| ()).expect("open"))
             .join()
             .unwrap();
-        assert!(core.bias.is_revoked(), "revoked");
+        assert!(core.bias.is_revoked(e), "revoked");
         assert_eq!(core.state.load(Ordering::Relaxed) & OWNED, 0);
         pool.install(move || {
             assert_eq!(core.close(e).ok(), Some(Closed::Warm));
             assert_eq!(GroupCore::open_warm(None), Some((2, e + 1)));
-            assert!(!core.bias.is_revoked(), "reset");
+            assert!(!core.bias.is_revoked(e + 1), "the next epoch's bias holds");
+            assert_eq!(
+                core.state.load(Ordering::Relaxed),
+                word(e + 1, LIVE | OWNED)
+            );
             assert_eq!(core.close_idle_owned(e + 1), Some(Closed::Warm));
         });
+    }
+
+    /// A group another thread closed (revoking its bias) may still see its
+    /// owner come late to it (`bias.rs`, "Stale threads"): another worker
+    /// opens it, but not owned, and so neither keeps it warm nor clears
+    /// the ownership when it closes it; its last owner owns it again, and
+    /// once that owner closed it itself (and freed it), anyone may.
+    #[test]
+    fn a_group_closed_by_another_thread_is_owned_again_only_by_its_last_owner() {
+        use std::sync::atomic::AtomicU32;
+        assert_bias();
+        let pool = pool(2);
+        let (core, e) = pool.install(|| open_warm_keyed(4, no_drain));
+        let owner = core.owned_by.load(Ordering::Relaxed);
+        assert_ne!(owner, 0);
+        std::thread::spawn(move || assert_eq!(core.close(e).ok(), Some(Closed::Free)))
+            .join()
+            .unwrap();
+        assert_eq!(core.owned_by.load(Ordering::Relaxed), owner, "kept");
+        // One step at a time, on the worker the step names: opened (with a
+        // key, or none, so that the close frees it), then closed.
+        let step = AtomicU32::new(0);
+        let run = |n: u32, key: Option<u32>| {
+            while step.load(Ordering::Acquire) != n {
+                std::thread::yield_now();
+            }
+            assert_eq!(core.epoch(), None, "closed");
+            let warm = key.map(|key| WarmKey {
+                key,
+                drain: no_drain,
+            });
+            // SAFETY: a closed group in no warm list (every step before
+            // freed it), opened by this thread alone (the other worker
+            // waits for its step), never freed.
+            let e = unsafe { core.open_here(None, warm) }.expect("opens");
+            let owned = core.state.load(Ordering::Relaxed) & OWNED != 0;
+            let closed = core.close(e).ok();
+            let owned_by = core.owned_by.load(Ordering::Relaxed);
+            step.store(n + 1, Ordering::Release);
+            (n, owned, closed, owned_by)
+        };
+        let mut steps: Vec<_> = pool
+            .broadcast(|_| {
+                let me = WorkerThread::current().unwrap().info as usize;
+                if me == owner {
+                    vec![run(1, None)]
+                } else {
+                    vec![run(0, Some(4)), run(2, Some(4))]
+                }
+            })
+            .concat();
+        steps.sort_unstable_by_key(|s| s.0);
+        assert_eq!(
+            steps,
+            [
+                // Another worker: not owned, freed, the ownership kept.
+                (0, false, Some(Closed::Free), owner),
+                // Its last owner: owned; its own close gives it up.
+                (1, true, Some(Closed::Free), 0),
+                // Then anyone owns it, and keeps it warm.
+                (2, true, Some(Closed::Warm), steps[2].3),
+            ]
+        );
+        assert_ne!(steps[2].3, 0);
+        assert_ne!(steps[2].3, owner);
     }
 
     #[test]
@@ -424,6 +581,27 @@ mod tests {
         });
     }
 
+    /// A worker state that is leaked (`use_current_thread`) is never
+    /// dropped, so it could not give warm groups back: it keeps none.
+    #[test]
+    fn a_thread_made_a_worker_for_good_keeps_no_group_warm() {
+        assert_bias();
+        std::thread::spawn(|| {
+            let pool = crate::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .use_current_thread()
+                .pin(false)
+                .build()
+                .unwrap();
+            let (core, e) = open_warm_keyed(5, no_drain);
+            assert_eq!(core.close_idle_owned(e), Some(Closed::Free));
+            assert_eq!(kept(), 0);
+            drop(pool);
+        })
+        .join()
+        .unwrap();
+    }
+
     static DRAINED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
     fn drain(key: u32) {
@@ -434,11 +612,12 @@ mod tests {
     fn a_worker_that_exits_gives_its_warm_groups_back() {
         assert_bias();
         let pool = pool(1);
-        pool.install(|| {
-            for key in [1000, 1001, 1002] {
+        let cores = pool.install(|| {
+            [1000, 1001, 1002].map(|key| {
                 let (core, e) = open_warm_keyed(key, drain);
                 assert_eq!(core.close_idle_owned(e), Some(Closed::Warm));
-            }
+                core
+            })
         });
         assert!(
             DRAINED.lock().unwrap().is_empty(),
@@ -450,6 +629,10 @@ mod tests {
             let mut got = DRAINED.lock().unwrap().clone();
             got.sort_unstable();
             if got == [1000, 1001, 1002] {
+                // Once each, and disowned: the worker is gone.
+                assert!(cores
+                    .iter()
+                    .all(|c| c.owned_by.load(Ordering::Relaxed) == 0));
                 break;
             }
             assert!(

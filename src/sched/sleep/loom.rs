@@ -293,11 +293,11 @@ fn an_owned_group_is_locked_by_one_thread_at_a_time() {
 }
 
 /// A warm group (`group/warm.rs`): the owner closes it through its bias
-/// and opens it again under the next epoch with only the bias reset and
-/// the state store, while another thread locks it under both epochs (a
-/// stale handle, and a guessed one). Its revoke of the first epoch may
-/// land after the reopen's reset; whatever the order, the two never hold
-/// the lock at once, and the reopened group is open under the next epoch.
+/// and opens it again under the next epoch with only the state store,
+/// while another thread locks it under both epochs (a stale handle, and a
+/// guessed one). Its revoke of the first epoch may land after the
+/// reopen; whatever the order, the two never hold the lock at once, and
+/// the reopened group is open under the next epoch.
 #[test]
 fn a_warm_reopen_racing_a_stale_lock_is_exclusive() {
     use crate::sched::group::loom_hooks as hooks;
@@ -340,6 +340,76 @@ fn a_warm_reopen_racing_a_stale_lock_is_exclusive() {
         if owner_held == 1 {
             assert_eq!(core.epoch(), Some(epoch + 1), "open under the next epoch");
         }
+    });
+}
+
+/// A late owner (the second review's race): the owner of the first
+/// epoch checks the state and its ownership, and before it enters its
+/// bias another thread revokes, locks and closes the group (a destroy
+/// racing the owner's use of the handle), and a second worker opens it
+/// and locks it. The late owner must neither get in (the revoke of its
+/// epoch outlives the reopen: before the revoke named its epoch, the
+/// reopen's reset let it in, two threads in the lock and the epoch set
+/// back by its unlock) nor clear the `owner_in` of a later owner's bias
+/// (its back-out did, which would let a revoke of the later epoch in
+/// beside that owner: the group now opens owned only for its last owner,
+/// which here is the late one, so the second worker takes the shared
+/// lock). The second worker then closes its group (its close gives up no
+/// ownership but its own: a review found the close clearing the late
+/// owner's, which let the next open take the bias beside it) and opens
+/// and locks it once more.
+#[test]
+fn a_late_owner_neither_enters_nor_clears_a_later_owners_bias() {
+    use crate::sched::group::loom_hooks as hooks;
+    use crate::sched::group::GroupCore;
+    const LATE: usize = 0x1000;
+    const NEXT: usize = 0x2000;
+    model(2, || {
+        let core = Arc::new(GroupCore::new());
+        let count = Arc::new(AtomicUsize::new(0));
+        let epoch = hooks::open_owned(&core, LATE);
+        let late = {
+            let (core, count) = (core.clone(), count.clone());
+            thread::spawn(move || {
+                let got = hooks::try_lock_as(&core, epoch, LATE);
+                let ok = got.is_some();
+                if ok {
+                    bump(&count);
+                }
+                drop(got);
+                ok
+            })
+        };
+        let g = hooks::lock_as(&core, epoch, 0);
+        bump(&count);
+        let next = hooks::shut(g);
+        let reopened = hooks::open_owned(&core, NEXT);
+        assert_eq!(reopened, next);
+        let g = hooks::lock_as(&core, next, NEXT);
+        bump(&count);
+        assert_ne!(
+            hooks::biased(&g),
+            Some(false),
+            "the lock is held through the bias, and the bias says nobody is in"
+        );
+        let after = hooks::shut(g);
+        hooks::give_up(&core, NEXT);
+        assert_eq!(hooks::open_owned(&core, NEXT), after);
+        let g = hooks::lock_as(&core, after, NEXT);
+        bump(&count);
+        assert_ne!(
+            hooks::biased(&g),
+            Some(false),
+            "the lock is held through the bias, and the bias says nobody is in"
+        );
+        drop(g);
+        let late_held = late.join().unwrap();
+        assert_eq!(
+            count.load(Ordering::Relaxed),
+            3 + usize::from(late_held),
+            "two threads held the lock at once"
+        );
+        assert_eq!(core.epoch(), Some(after), "the epoch went back");
     });
 }
 
