@@ -135,8 +135,11 @@ gco=$("$OUT/group_cost_omp" "$GROUP_REPS" "$GROUP_TASKS" "$RUNS")
 echo "  $gc"
 echo "  $gco"
 gf() { sed -n "s/.* $2=\([0-9.]*\).*/\1/p" <<<"$1"; }
-echo "  empty group: terroir $(gf "$gc" empty_ns), libgomp $(gf "$gco" empty_ns);" \
+echo "  empty group: terroir $(gf "$gc" empty_ns), libgomp $(gf "$gco" empty_ns) (a taskwait with no task);" \
   "per task in a group of $GROUP_TASKS: terroir $(gf "$gc" per_task_ns), libgomp $(gf "$gco" per_task_ns)"
+echo "  the two other ways to read 'empty': a group opened and closed, terroir $(gf "$gc" empty_ns)," \
+  "libgomp's empty taskgroup $(gf "$gco" taskgroup_ns); a wait with no task, terroir $(gf "$gc" wait_ns)," \
+  "libgomp's taskwait $(gf "$gco" empty_ns)"
 echo "  the same in CPU time of the measuring thread (not inflated by other programs):" \
   "empty group: terroir $(gf "$gc" empty_cpu_ns), libgomp $(gf "$gco" empty_cpu_ns);" \
   "per task: terroir $(gf "$gc" per_task_cpu_ns), libgomp $(gf "$gco" per_task_cpu_ns)"

@@ -55,7 +55,7 @@
 //!   store and back-out must not land while another worker owns a later
 //!   epoch (its back-out would clear that worker's `owner_in`, and a
 //!   revoke would walk in beside it). So `owned_by` is cleared only by
-//!   the owner's own close (`GroupCore::give_up`: no owner check is
+//!   the owner's own thread once the group is closed (`GroupCore::give_up`: no owner check is
 //!   carried across anything that could run that close, so the owner is
 //!   not between a check and its bias then), and the group opens owned
 //!   only for the worker in `owned_by`, or when it is cleared: after

@@ -184,9 +184,10 @@ pub struct GroupCore {
     /// The address of the owner's `WorkerInfo` while the group is open
     /// [`OWNED`] (written by the opener before the Release store that
     /// opens it, read after an Acquire load that sees `OWNED`), and after:
-    /// it is cleared only by the owner's own close, so that no other
-    /// worker opens the group owned while its last owner may still be
-    /// between its owner check and its bias (`bias.rs`, "Stale threads").
+    /// it is cleared only by the owner's own thread once the group is
+    /// closed (`give_up`), so that no other worker opens the group owned
+    /// while its last owner may still be between its owner check and its
+    /// bias (`bias.rs`, "Stale threads").
     pub(super) owned_by: AtomicUsize,
     pub(super) bias: Bias,
     pub(super) inner: UnsafeCell<Inner>,
@@ -479,7 +480,7 @@ impl GroupCore {
     /// Whether the thread whose `WorkerInfo` is at `me` (0: not a worker)
     /// owns the group, for a caller whose Acquire load of the state saw it
     /// open [`OWNED`]: that load saw the open that wrote `owned_by`, and
-    /// only a later open (after a close) writes it again.
+    /// only a close (`give_up`) and a later open write it again.
     #[inline(always)]
     pub(super) fn is_owner(&self, me: usize) -> bool {
         me != 0 && self.owned_by.load(Ordering::Relaxed) == me

@@ -37,7 +37,7 @@
 //! ([`WarmGroups::none`]).
 
 use std::cell::Cell;
-use std::ptr;
+use std::ptr::NonNull;
 
 use super::core::{epoch_of, word, GroupCore, KEPT_CAPACITY, LIVE, OWNED};
 use crate::sched::sync::Ordering;
@@ -78,7 +78,7 @@ pub(crate) struct WarmGroups {
     /// How many it may keep: [`WARM_GROUPS`], or 0 for a worker that is
     /// never dropped (so could never give them back).
     cap: usize,
-    groups: [Cell<(*const GroupCore, u32)>; WARM_GROUPS],
+    groups: [Cell<(NonNull<GroupCore>, u32)>; WARM_GROUPS],
 }
 
 impl WarmGroups {
@@ -86,7 +86,7 @@ impl WarmGroups {
         WarmGroups {
             len: Cell::new(0),
             cap: WARM_GROUPS,
-            groups: [const { Cell::new((ptr::null(), 0)) }; WARM_GROUPS],
+            groups: [const { Cell::new((NonNull::dangling(), 0)) }; WARM_GROUPS],
         }
     }
 
@@ -97,7 +97,7 @@ impl WarmGroups {
         WarmGroups {
             len: Cell::new(0),
             cap: 0,
-            groups: [const { Cell::new((ptr::null(), 0)) }; WARM_GROUPS],
+            groups: [const { Cell::new((NonNull::dangling(), 0)) }; WARM_GROUPS],
         }
     }
 
@@ -109,11 +109,11 @@ impl WarmGroups {
         if n >= self.cap {
             return false;
         }
-        // `cap <= WARM_GROUPS`.
-        let Some(entry) = self.groups.get(n) else {
-            return false;
-        };
-        entry.set((core, key));
+        debug_assert!(self.cap <= WARM_GROUPS);
+        // SAFETY: `n < cap <= WARM_GROUPS` (`new`, `none`), within the
+        // array (one compare less than a checked index, on every close).
+        let entry = unsafe { self.groups.get_unchecked(n) };
+        entry.set((NonNull::from(core), key));
         self.len.set(n + 1);
         true
     }
@@ -128,7 +128,8 @@ impl WarmGroups {
         let (core, key) = unsafe { self.groups.get_unchecked(n) }.get();
         // SAFETY: pushed by `push`, of a group opened by `open_here` with
         // a `WarmKey`, whose caller promised a group that is never freed.
-        Some((unsafe { &*core }, key))
+        // (A `NonNull`, so that the `Some` needs no null test.)
+        Some((unsafe { core.as_ref() }, key))
     }
 
     /// How many groups are kept (for tests).
@@ -148,6 +149,11 @@ impl Drop for WarmGroups {
             let (warm, owner) = unsafe { ((*core.inner.get()).warm, (*core.inner.get()).owner) };
             if let Some(w) = warm {
                 debug_assert_eq!(w.key, key);
+                debug_assert_eq!(
+                    core.owned_by.load(Ordering::Relaxed),
+                    owner as usize,
+                    "a warm group is owned by its opener"
+                );
                 // This worker opened it owned, and closed it itself.
                 core.give_up(owner as usize);
                 (w.drain)(key);

@@ -385,6 +385,10 @@ fn a_late_owner_neither_enters_nor_clears_a_later_owners_bias() {
         let next = hooks::shut(g);
         let reopened = hooks::open_owned(&core, NEXT);
         assert_eq!(reopened, next);
+        assert!(
+            !hooks::owned_and_unlocked(&core).0,
+            "the late owner's group is owned by nobody else"
+        );
         let g = hooks::lock_as(&core, next, NEXT);
         bump(&count);
         assert_ne!(
@@ -395,6 +399,10 @@ fn a_late_owner_neither_enters_nor_clears_a_later_owners_bias() {
         let after = hooks::shut(g);
         hooks::give_up(&core, NEXT);
         assert_eq!(hooks::open_owned(&core, NEXT), after);
+        assert!(
+            !hooks::owned_and_unlocked(&core).0,
+            "still not: the second worker's close gave up no ownership of its own"
+        );
         let g = hooks::lock_as(&core, after, NEXT);
         bump(&count);
         assert_ne!(
