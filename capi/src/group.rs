@@ -283,10 +283,10 @@ pub unsafe extern "C" fn terroir_group_create(
     // can fail or panic.
     if !out.is_null() {
         let tag = (!pool.is_null()).then(|| pool.addr());
-        if let Some((index, epoch)) = GroupCore::open_warm(tag) {
-            let handle = Table::<GroupCore>::encode(index as usize, epoch);
+        if let Some(token) = GroupCore::open_warm(tag) {
+            // A group's token is its handle (`handle_is_the_token`).
             // SAFETY: non-null, writable (the caller's promise).
-            unsafe { out.write(handle_ptr(handle)) };
+            unsafe { out.write(handle_ptr(token as usize)) };
             return TerroirError::Ok as c_int;
         }
     }
@@ -466,15 +466,14 @@ pub unsafe extern "C" fn terroir_group_wait(group: *mut TerroirGroup) -> c_int {
 pub unsafe extern "C" fn terroir_group_destroy(group: *mut TerroirGroup) -> c_int {
     // The common case, an idle group closed by the worker that created it
     // for its own pool, outside `call`: nothing in it can fail or panic.
-    let (index, epoch) = Table::<GroupCore>::decode(group.addr());
-    if let Some(core) = GROUPS.get(index) {
-        match core.close_idle_owned(epoch) {
-            Some(Closed::Warm | Closed::Retired) => return TerroirError::Ok as c_int,
-            Some(Closed::Free) => return free_slot(index),
-            None => {}
-        }
+    // The worker's hot group (no table lookup), else the slot the handle
+    // names.
+    let lookup = || GROUPS.get(Table::<GroupCore>::decode(group.addr()).0);
+    match GroupCore::close_warm(group.addr() as u64, lookup) {
+        Some(Closed::Warm | Closed::Retired) => TerroirError::Ok as c_int,
+        Some(Closed::Free) => free_slot(Table::<GroupCore>::decode(group.addr()).0),
+        None => destroy_slow(group),
     }
-    destroy_slow(group)
 }
 
 /// Gives the slot of a group closed by [`terroir_group_destroy`]'s fast
@@ -614,6 +613,18 @@ mod tests {
                 assert_eq!(destroy(g), 0);
             }
         });
+    }
+
+    /// The warm paths name a group by `GroupCore::token`, which must be
+    /// its handle.
+    #[test]
+    fn handle_is_the_token() {
+        for (index, epoch) in [(0, 1), (5, 7), (1023, u32::MAX), (0xFFFF_FFFE, 1 << 31)] {
+            assert_eq!(
+                Table::<GroupCore>::encode(index as usize, epoch) as u64,
+                GroupCore::token(index, epoch)
+            );
+        }
     }
 
     static SPAWNED: AtomicUsize = AtomicUsize::new(0);

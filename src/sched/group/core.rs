@@ -393,6 +393,19 @@ impl GroupCore {
         let epoch =
             unsafe { self.open_with(Arc::as_ptr(wt.registry()), false, wt.info, owned, warm) }?;
         wt.groups_open.set(wt.groups_open.get() + 1);
+        if let Some(w) = warm {
+            // Opened owned (so kept warm when closed), unless `open_with`
+            // decided otherwise (the group was another worker's) or
+            // another thread revoked it since (then no matter). (A thread
+            // with a guessed handle may close the group and its owner
+            // reopen it before this load: then the hot group is one this
+            // worker does not own, under a token of a dead epoch that no
+            // destroy matches; it is replaced by the next open.)
+            if self.state.load(Ordering::Relaxed) & OWNED != 0 {
+                wt.warm_groups
+                    .offer_hot(self, w.key, GroupCore::token(w.key, epoch));
+            }
+        }
         Some(epoch)
     }
 
@@ -664,7 +677,8 @@ pub(crate) mod loom_hooks {
     /// `close_idle_owned`): the epoch it left, or `None` (nothing done:
     /// revoked, or not idle).
     pub(crate) fn close_owned(core: &GroupCore, epoch: u32, me: usize) -> Option<u32> {
-        core.close_biased(epoch, || Some(me)).map(|(next, _)| next)
+        core.close_biased(epoch, |c| c.owned_by.load(Ordering::Relaxed) == me)
+            .map(|(next, _)| next)
     }
 
     /// Opens the group `close_owned` closed again, as a warm open does

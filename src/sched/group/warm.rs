@@ -14,10 +14,35 @@
 //! ([`WarmGroups`], in the `WorkerThread` that the one thread-local read
 //! finds anyway), and [`GroupCore::open_warm`] opens the last one kept:
 //! one thread-local read, a pop, a check that the group is closed, and
-//! two stores (the state, the worker's count of its open groups). With
-//! the C API's fast paths free of calls, an empty group executes about
-//! 119 instructions, the benchmark's loop included
+//! two stores (the state, the worker's count of its open groups; the hot
+//! group below takes two more). With
+//! the C API's fast paths free of calls, an empty group executed about
+//! 116 instructions, the benchmark's loop included
 //! (`examples/c/group_cost.c`'s `empty` mode under callgrind).
+//!
+//! ## The hot group
+//!
+//! The group a worker opened last (with a key, owned) is its *hot* group,
+//! named by its [`token`](GroupCore::token) (the C handle). A destroy
+//! whose handle is the hot token ([`GroupCore::close_warm`]) needs no
+//! table lookup, and no owner check beyond the state's: the group is
+//! open, owned, under the epoch this worker opened it under, so this
+//! worker owns it. Closed, it stays the hot group, *kept*, and the next
+//! open takes it before the stack. The hot group is not in the stack:
+//! a close of it by this worker (`keep_warm`) marks it kept where a
+//! close of another group would push that one (a close that frees, for
+//! a blocked waiter counted or a retired epoch, frees it as any other).
+//! A close by another thread frees it (its slot goes to that thread's
+//! free list) and leaves it unkept: the worker never opens it again
+//! through the hot path, nor gives it back when it exits; the next group
+//! it opens becomes the hot one. A hot group replaced while open (a
+//! group nested in it was opened) is closed through its slot and stacked
+//! (or freed if the stack is full). So a worker keeps at most
+//! [`WARM_GROUPS`] groups on the stack and one hot. With it, an empty
+//! group executes 88 instructions (116 through the stack and the table;
+//! callgrind, `group_cost 100000|200000 1 1 empty`). The tokens are the C
+//! table's handles: [`close_warm`](GroupCore::close_warm) closes the hot
+//! group for a token equal to its own, whatever the caller meant.
 //!
 //! Only a group opened with a [`WarmKey`] is kept: a group of the C
 //! API's table (never freed), opened by its owner for its own pool, not
@@ -71,34 +96,72 @@ pub enum Closed {
 /// groups per worker, with some to spare.
 pub(crate) const WARM_GROUPS: usize = 16;
 
-/// A worker's warm groups, a stack (the latest closed is opened first),
-/// each with its [`WarmKey`]'s `key`.
+/// A worker's warm groups: the hot one (see the module docs), and a
+/// stack (the latest closed is opened first), each with its
+/// [`WarmKey`]'s `key`.
 pub(crate) struct WarmGroups {
+    /// The hot group: the last one this worker opened with a key (while
+    /// no hot group was kept), or `None`.
+    hot: Cell<Option<NonNull<GroupCore>>>,
+    hot_key: Cell<u32>,
+    /// [`GroupCore::token`] of the hot group's latest open by this worker
+    /// (0, which no token is, before the first).
+    hot_token: Cell<u64>,
+    /// The hot group is closed by this worker and in no free list: this
+    /// worker's to open again, as a group of the stack is.
+    hot_kept: Cell<bool>,
     len: Cell<usize>,
     /// How many it may keep: [`WARM_GROUPS`], or 0 for a worker that is
-    /// never dropped (so could never give them back).
+    /// never dropped (so could never give them back; it has no hot group
+    /// either).
     cap: usize,
     groups: [Cell<(NonNull<GroupCore>, u32)>; WARM_GROUPS],
 }
 
 impl WarmGroups {
     pub(crate) const fn new() -> WarmGroups {
-        WarmGroups {
-            len: Cell::new(0),
-            cap: WARM_GROUPS,
-            groups: [const { Cell::new((NonNull::dangling(), 0)) }; WARM_GROUPS],
-        }
+        WarmGroups::with_capacity(WARM_GROUPS)
     }
 
     /// A list that keeps nothing: for a worker state that is leaked
     /// (`ThreadPoolBuilder::use_current_thread`), whose drop would never
     /// give its groups back to their tables.
     pub(crate) const fn none() -> WarmGroups {
+        WarmGroups::with_capacity(0)
+    }
+
+    const fn with_capacity(cap: usize) -> WarmGroups {
         WarmGroups {
+            hot: Cell::new(None),
+            hot_key: Cell::new(0),
+            hot_token: Cell::new(0),
+            hot_kept: Cell::new(false),
             len: Cell::new(0),
-            cap: 0,
+            cap,
             groups: [const { Cell::new((NonNull::dangling(), 0)) }; WARM_GROUPS],
         }
+    }
+
+    /// After this worker opened `core` (with a key, owned) as `token`:
+    /// makes it the hot group, unless the hot group is kept (closed, in no
+    /// list but this one: it must not be lost). The group opened last is
+    /// the one a loop of creates and destroys, the innermost of a nest,
+    /// destroys next; a hot group replaced while open is closed through
+    /// its table slot (`close_warm`'s lookup) and stacked.
+    #[inline]
+    pub(super) fn offer_hot(&self, core: &GroupCore, key: u32, token: u64) {
+        if self.cap == 0 || self.hot_kept.get() {
+            return;
+        }
+        self.hot.set(Some(NonNull::from(core)));
+        self.hot_key.set(key);
+        self.hot_token.set(token);
+    }
+
+    /// Whether `core` is the hot group.
+    #[inline(always)]
+    fn is_hot(&self, core: &GroupCore) -> bool {
+        self.hot.get() == Some(NonNull::from(core))
     }
 
     /// Keeps `core` (closed, opened with a [`WarmKey`] of `key`, never
@@ -132,18 +195,27 @@ impl WarmGroups {
         Some((unsafe { core.as_ref() }, key))
     }
 
-    /// How many groups are kept (for tests).
+    /// How many groups are kept, the hot one included (for tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
-        self.len.get()
+        self.len.get() + usize::from(self.hot_kept.get())
     }
 }
 
 impl Drop for WarmGroups {
     fn drop(&mut self) {
         // The worker's thread is no worker any more: its groups go back to
-        // their tables.
-        while let Some((core, key)) = self.pop() {
+        // their tables (the hot one only if kept: else it is open, or was
+        // closed by another thread, which freed it).
+        let hot = self
+            .hot
+            .get()
+            .filter(|_| self.hot_kept.get())
+            // SAFETY: never freed (`offer_hot`).
+            .map(|h| (unsafe { h.as_ref() }, self.hot_key.get()));
+        self.hot_kept.set(false);
+        let stack = std::iter::from_fn(|| self.pop());
+        for (core, key) in hot.into_iter().chain(stack) {
             // SAFETY: kept warm, so closed and reachable by this thread
             // alone (module docs).
             let (warm, owner) = unsafe { ((*core.inner.get()).warm, (*core.inner.get()).owner) };
@@ -163,28 +235,48 @@ impl Drop for WarmGroups {
 }
 
 impl GroupCore {
+    /// The name of the group kept as `key` open under `epoch`, for a
+    /// caller of [`open_warm`](Self::open_warm) and
+    /// [`close_warm`](Self::close_warm): `epoch << 32 | (key + 1)`, the C
+    /// API's handle of its slot `key` (never 0).
+    #[inline(always)]
+    pub fn token(key: u32, epoch: u32) -> u64 {
+        (u64::from(epoch) << 32) | (u64::from(key) + 1)
+    }
+
     /// Opens the group the calling worker kept warm last (of the pool
     /// tagged `tag`, if given: see `terroir::__capi::set_pool_tag`), as
-    /// [`open_here`](Self::open_here) opened it before: its [`WarmKey`]'s
-    /// `key` and its new epoch; `None` when the caller is not such a
-    /// worker or keeps no group warm.
+    /// [`open_here`](Self::open_here) opened it before: the hot group if it
+    /// is kept, else the latest of the stack; its [`token`](Self::token);
+    /// `None` when the caller is not such a worker or keeps no group warm.
     #[inline(always)]
-    pub fn open_warm(tag: Option<usize>) -> Option<(u32, u32)> {
+    pub fn open_warm(tag: Option<usize>) -> Option<u64> {
         let wt = WorkerThread::current()?;
         if tag.is_some_and(|t| super::pool_tag(wt) != t) {
             return None;
         }
-        let (core, key) = wt.warm_groups.pop()?;
-        debug_assert_eq!(
-            core.owned_by.load(Ordering::Relaxed),
-            wt.info as usize,
-            "a warm group is its worker's own"
-        );
-        // SAFETY: kept warm by this worker: closed, and this thread alone
-        // reaches it (module docs); its fields are this worker's own open's.
-        let epoch = unsafe { core.reopen_kept() }?;
+        let w = &wt.warm_groups;
+        let token = if w.hot_kept.get() {
+            w.hot_kept.set(false);
+            // SAFETY: kept, so set, and never freed (`offer_hot`).
+            let core = unsafe { w.hot.get()?.as_ref() };
+            // SAFETY: kept by this worker: closed, and this thread alone
+            // reaches it (module docs); its fields are this worker's own
+            // open's.
+            let epoch = unsafe { core.reopen_kept() }?;
+            let token = GroupCore::token(w.hot_key.get(), epoch);
+            w.hot_token.set(token);
+            token
+        } else {
+            let (core, key) = w.pop()?;
+            // SAFETY: as above, for a group of the stack.
+            let epoch = unsafe { core.reopen_kept() }?;
+            let token = GroupCore::token(key, epoch);
+            w.offer_hot(core, key, token);
+            token
+        };
         wt.groups_open.set(wt.groups_open.get() + 1);
-        Some((key, epoch))
+        Some(token)
     }
 
     /// Opens a kept group again, owned, under the epoch its close left:
@@ -236,36 +328,76 @@ impl GroupCore {
     #[inline(always)]
     pub fn close_idle_owned(&self, epoch: u32) -> Option<Closed> {
         let mut worker = None;
-        let (next, warm) = self.close_biased(epoch, || {
-            let wt = WorkerThread::current()?;
+        let (next, warm) = self.close_biased(epoch, |core| {
+            let Some(wt) = WorkerThread::current() else {
+                return false;
+            };
             worker = Some(wt);
-            Some(wt.info as usize)
+            core.owned_by.load(Ordering::Relaxed) == wt.info as usize
         })?;
         let wt = worker?;
         wt.groups_open.set(wt.groups_open.get() - 1);
         Some(self.keep_warm(wt, next, warm))
     }
 
+    /// [`close_idle_owned`](Self::close_idle_owned) of the group named
+    /// `token` ([`token`](Self::token)): the calling worker's hot group
+    /// when its hot token is `token` (then the owner check is the state's:
+    /// open owned under the epoch this worker opened it under, so by this
+    /// worker), else `lookup()`'s group (the caller's table slot for
+    /// `token`, if any). `None`: nothing done, as for `close_idle_owned`.
+    #[inline(always)]
+    pub fn close_warm<'a>(
+        token: u64,
+        lookup: impl FnOnce() -> Option<&'a GroupCore>,
+    ) -> Option<Closed> {
+        let wt = WorkerThread::current()?;
+        let w = &wt.warm_groups;
+        let epoch = (token >> 32) as u32;
+        if token == w.hot_token.get() {
+            // SAFETY: a hot token is set with the hot group, never freed
+            // (`offer_hot`).
+            let core = unsafe { w.hot.get()?.as_ref() };
+            let (next, warm) = core.close_biased(epoch, |_| true)?;
+            // Offered only after an open with a key (`offer_hot`).
+            debug_assert!(warm.is_some());
+            wt.groups_open.set(wt.groups_open.get() - 1);
+            if next == 0 {
+                w.hot.set(None);
+                w.hot_token.set(0);
+                core.give_up(wt.info as usize);
+                return Some(Closed::Retired);
+            }
+            w.hot_kept.set(true);
+            return Some(Closed::Warm);
+        }
+        let core = lookup()?;
+        let (next, warm) = core.close_biased(epoch, |core| {
+            core.owned_by.load(Ordering::Relaxed) == wt.info as usize
+        })?;
+        wt.groups_open.set(wt.groups_open.get() - 1);
+        Some(core.keep_warm(wt, next, warm))
+    }
+
     /// The close of [`close_idle_owned`](Self::close_idle_owned) by the
-    /// thread whose `WorkerInfo` is at `me()` (asked only once the group
-    /// is seen open, idle and owned; `None`: not a worker): the epoch it
-    /// left (the next open's) and the group's [`WarmKey`]'s `key`, or
-    /// `None` (nothing done).
+    /// group's owner, if `owner(self)` says the caller is (asked only once
+    /// the group is seen open under `epoch`, idle and owned, so that
+    /// `owned_by` is that epoch's): the epoch it left (the next open's) and
+    /// the group's [`WarmKey`]'s `key`, or `None` (nothing done).
     #[inline(always)]
     pub(super) fn close_biased(
         &self,
         epoch: u32,
-        me: impl FnOnce() -> Option<usize>,
+        owner: impl FnOnce(&GroupCore) -> bool,
     ) -> Option<(u32, Option<u32>)> {
         // Idle (no task, no panic to report), unlocked, owned.
         if self.state.load(Ordering::Acquire) != word(epoch, LIVE | OWNED) {
             return None;
         }
-        let me = me()?;
-        // `is_owner` for a worker (whose info is never null), and the lock
-        // through the bias without a `Locked`, whose drop would be
-        // compiled in here (callgrind: 66 instructions a close with it).
-        if self.owned_by.load(Ordering::Relaxed) != me || !self.bias.enter(epoch) {
+        // `is_owner`, and the lock through the bias without a `Locked`,
+        // whose drop would be compiled in here (callgrind: 66 instructions
+        // a close with it).
+        if !owner(self) || !self.bias.enter(epoch) {
             return None;
         }
         // Held. Nobody else wrote the state since the load (the owner holds
@@ -278,7 +410,9 @@ impl GroupCore {
         );
         // SAFETY: the lock is held (through the bias), until `leave`.
         let inner = unsafe { &*self.inner.get() };
-        debug_assert!(!inner.counted && inner.owner as usize == me);
+        debug_assert!(
+            !inner.counted && inner.owner as usize == self.owned_by.load(Ordering::Relaxed)
+        );
         if inner.queue.capacity() > KEPT_CAPACITY {
             // Rare (a group that once held many tasks): `free` sheds it,
             // out of this path's way. Nothing was changed.
@@ -297,7 +431,19 @@ impl GroupCore {
     /// owned has a `warm` key); else [`give_up`](Self::give_up).
     #[inline(always)]
     pub(super) fn keep_warm(&self, wt: &WorkerThread, next: u32, warm: Option<u32>) -> Closed {
-        if next != 0 && warm.is_some_and(|key| wt.warm_groups.push(self, key)) {
+        let w = &wt.warm_groups;
+        if next != 0
+            && warm.is_some_and(|key| {
+                // The hot group stays the hot one, kept.
+                if w.is_hot(self) {
+                    w.hot_key.set(key);
+                    w.hot_kept.set(true);
+                    true
+                } else {
+                    w.push(self, key)
+                }
+            })
+        {
             return Closed::Warm;
         }
         // The opener is not always the owner: a group sticky to another
@@ -355,6 +501,11 @@ mod tests {
 
     fn no_drain(_: u32) {}
 
+    /// [`GroupCore::open_warm`], its token as `(key, epoch)`.
+    fn open_warm(tag: Option<usize>) -> Option<(u32, u32)> {
+        GroupCore::open_warm(tag).map(|t| ((t as u32) - 1, (t >> 32) as u32))
+    }
+
     /// Groups are kept warm only where they open owned (`bias.rs`): on
     /// every Linux this runs on (`membarrier`), so a machine without it
     /// fails here rather than passing without a check.
@@ -386,8 +537,8 @@ mod tests {
             assert_eq!(kept(), 1);
             assert_eq!(open_count(), open, "a kept group is not open");
             // Another pool's tag: not this worker's group to open.
-            assert_eq!(GroupCore::open_warm(Some(usize::MAX)), None);
-            assert_eq!(GroupCore::open_warm(None), Some((7, e + 1)));
+            assert_eq!(open_warm(Some(usize::MAX)), None);
+            assert_eq!(open_warm(None), Some((7, e + 1)));
             assert_eq!(kept(), 0);
             assert_eq!(open_count(), open + 1, "the warm open counts");
             assert_eq!(
@@ -409,15 +560,15 @@ mod tests {
                 .is_ok());
             assert_eq!(core.close(e + 1).ok(), Some(Closed::Warm));
             assert_eq!(ran.load(Ordering::Relaxed), 1);
-            assert_eq!(GroupCore::open_warm(None), Some((7, e + 2)));
+            assert_eq!(open_warm(None), Some((7, e + 2)));
             assert_eq!(core.close_idle_owned(e + 2), Some(Closed::Warm));
-            assert_eq!(GroupCore::open_warm(None), Some((7, e + 3)));
+            assert_eq!(open_warm(None), Some((7, e + 3)));
             assert_eq!(core.close_idle_owned(e + 3), Some(Closed::Warm));
             // Nothing else is kept: a second open finds none.
-            assert_eq!(GroupCore::open_warm(None), Some((7, e + 4)));
-            assert_eq!(GroupCore::open_warm(None), None);
+            assert_eq!(open_warm(None), Some((7, e + 4)));
+            assert_eq!(open_warm(None), None);
             assert_eq!(core.close_idle_owned(e + 4), Some(Closed::Warm));
-            assert_eq!(GroupCore::open_warm(None), Some((7, e + 5)));
+            assert_eq!(open_warm(None), Some((7, e + 5)));
             assert_eq!(core.close(e + 5).ok(), Some(Closed::Warm));
             assert_eq!(open_count(), open, "every open closed");
         });
@@ -431,31 +582,32 @@ mod tests {
             // SAFETY: a new group, opened by this thread alone.
             let e = unsafe { core.open_here(None, None) }.expect("opens");
             assert_eq!(core.close_idle_owned(e), Some(Closed::Free));
-            let open: Vec<_> = (0..WARM_GROUPS as u32 + 3)
+            // Nested: the last opened is the hot group; the others go to
+            // the stack when closed, as far as it holds.
+            let n = WARM_GROUPS + 3;
+            let open: Vec<_> = (0..n as u32)
                 .map(|k| open_warm_keyed(k, no_drain))
                 .collect();
             let closed: Vec<_> = open
                 .iter()
                 .map(|&(core, e)| core.close_idle_owned(e))
                 .collect();
-            assert!(closed[..WARM_GROUPS]
-                .iter()
-                .all(|c| *c == Some(Closed::Warm)));
-            assert!(closed[WARM_GROUPS..]
-                .iter()
-                .all(|c| *c == Some(Closed::Free)));
-            // The ones freed gave up their ownership (`owned_by`), for
-            // another worker to own them; the kept ones did not.
-            assert!(open[WARM_GROUPS..]
-                .iter()
-                .all(|(core, _)| core.owned_by.load(Ordering::Relaxed) == 0));
-            assert!(open[..WARM_GROUPS]
-                .iter()
-                .all(|(core, _)| core.owned_by.load(Ordering::Relaxed) != 0));
-            // Latest kept first.
-            let reopened: Vec<_> = std::iter::from_fn(|| GroupCore::open_warm(None)).collect();
+            let warm = |i: usize| i < WARM_GROUPS || i == n - 1;
+            for (i, c) in closed.iter().enumerate() {
+                let expected = if warm(i) { Closed::Warm } else { Closed::Free };
+                assert_eq!(*c, Some(expected), "group {i}");
+                // The ones freed gave up their ownership (`owned_by`), for
+                // another worker to own them; the kept ones did not.
+                let owned_by = open[i].0.owned_by.load(Ordering::Relaxed);
+                assert_eq!(owned_by != 0, warm(i), "group {i}'s owner");
+            }
+            // The hot one first, then the stack's latest first.
+            let reopened: Vec<_> = std::iter::from_fn(|| open_warm(None)).collect();
             let keys: Vec<_> = reopened.iter().map(|&(k, _)| k).collect();
-            assert_eq!(keys, (0..WARM_GROUPS as u32).rev().collect::<Vec<_>>());
+            let expected: Vec<u32> = std::iter::once(n as u32 - 1)
+                .chain((0..WARM_GROUPS as u32).rev())
+                .collect();
+            assert_eq!(keys, expected);
             for (k, e) in reopened {
                 let core = open[k as usize].0;
                 assert_eq!(core.close_idle_owned(e), Some(Closed::Warm));
@@ -477,7 +629,7 @@ mod tests {
             .unwrap();
         pool.install(move || {
             assert_eq!(core.close(e).ok(), Some(Closed::Free));
-            assert_eq!(GroupCore::open_warm(None), None);
+            assert_eq!(open_warm(None), None);
         });
         let (core, e) = pool.install(|| open_warm_keyed(2, no_drain));
         std::thread::spawn(move || core.with_pool(e, |_| ()).expect("open"))
@@ -487,7 +639,7 @@ mod tests {
         assert_eq!(core.state.load(Ordering::Relaxed) & OWNED, 0);
         pool.install(move || {
             assert_eq!(core.close(e).ok(), Some(Closed::Warm));
-            assert_eq!(GroupCore::open_warm(None), Some((2, e + 1)));
+            assert_eq!(open_warm(None), Some((2, e + 1)));
             assert!(!core.bias.is_revoked(e + 1), "the next epoch's bias holds");
             assert_eq!(
                 core.state.load(Ordering::Relaxed),
@@ -581,9 +733,108 @@ mod tests {
             .expect("opens");
             assert_eq!(e, u32::MAX);
             assert_eq!(core.close_idle_owned(e), Some(Closed::Retired));
-            assert_eq!(GroupCore::open_warm(None), None);
+            assert_eq!(open_warm(None), None);
             // SAFETY: as above.
             assert_eq!(unsafe { core.open_here(None, None) }, None, "retired");
+        });
+    }
+
+    /// The hot group: closed through its token without the caller's
+    /// lookup, kept, opened again first; a stale token of it is dead; the
+    /// group opened last is the hot one, and one it replaced is closed
+    /// through the lookup and stacked; once another thread closed the hot
+    /// group, the worker neither opens it again nor gives it back, and the
+    /// next group it opens becomes the hot one.
+    #[test]
+    fn the_hot_group_is_closed_by_its_token_and_let_go_when_another_thread_closes_it() {
+        assert_bias();
+        let no_lookup =
+            || -> Option<&'static GroupCore> { panic!("the hot group needs no lookup") };
+        let pool = pool(1);
+        let (outer, inner, ie) = pool.install(|| {
+            let (outer, e) = open_warm_keyed(20, drain_hot);
+            let token = GroupCore::token(20, e);
+            assert_eq!(GroupCore::close_warm(token, no_lookup), Some(Closed::Warm));
+            assert_eq!(kept(), 1, "the hot group, kept");
+            // Dead, on the hot path and through the slot.
+            assert_eq!(GroupCore::close_warm(token, no_lookup), None);
+            assert_eq!(outer.close_idle_owned(e), None);
+            let t = GroupCore::open_warm(None).expect("the hot group");
+            assert_eq!(t, GroupCore::token(20, e + 1));
+            // Nested in it: the hot group now.
+            let (inner, ie) = open_warm_keyed(21, drain_hot);
+            let it = GroupCore::token(21, ie);
+            assert_eq!(GroupCore::close_warm(it, no_lookup), Some(Closed::Warm));
+            // The outer one: through the lookup, stacked.
+            assert_eq!(
+                GroupCore::close_warm(t, || None),
+                None,
+                "no lookup, no close"
+            );
+            assert_eq!(GroupCore::close_warm(t, || Some(outer)), Some(Closed::Warm));
+            assert_eq!(kept(), 2);
+            assert_eq!(open_warm(None), Some((21, ie + 1)), "the hot one first");
+            (outer, inner, ie + 1)
+        });
+        // Another thread closes the hot group: it frees it.
+        std::thread::spawn(move || assert_eq!(inner.close(ie).ok(), Some(Closed::Free)))
+            .join()
+            .unwrap();
+        pool.install(|| {
+            assert_eq!(kept(), 1, "the freed group is not the worker's any more");
+            // The stack's group opens instead, and is the hot one now.
+            let (k, oe) = open_warm(None).expect("the stacked group");
+            assert_eq!(k, 20);
+            assert_eq!(
+                GroupCore::close_warm(GroupCore::token(20, oe), no_lookup),
+                Some(Closed::Warm)
+            );
+            assert_eq!(inner.epoch(), None, "the freed group stays closed");
+            let _ = outer;
+        });
+        drop(pool);
+        // The kept hot group goes back, once; the one another thread freed
+        // does not (it is that thread's).
+        let start = Instant::now();
+        while DRAINED_HOT.lock().unwrap().is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(20), "not drained");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(*DRAINED_HOT.lock().unwrap(), [20]);
+    }
+
+    static DRAINED_HOT: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+    fn drain_hot(key: u32) {
+        DRAINED_HOT.lock().unwrap().push(key);
+    }
+
+    /// The hot path's close of a group whose epoch would wrap retires it:
+    /// not kept, not hot any more.
+    #[test]
+    fn a_hot_group_whose_epoch_would_wrap_is_retired() {
+        assert_bias();
+        pool(1).install(|| {
+            let core: &'static GroupCore = Box::leak(Box::new(GroupCore::new()));
+            core.state.store(word(u32::MAX, 0), Ordering::Relaxed);
+            let key = WarmKey {
+                key: 30,
+                drain: no_drain,
+            };
+            // SAFETY: a closed group, opened by this thread alone, never freed.
+            let e = unsafe { core.open_here(None, Some(key)) }.expect("opens");
+            assert_eq!(e, u32::MAX);
+            let token = GroupCore::token(30, e);
+            let no_lookup = || -> Option<&'static GroupCore> { panic!("hot") };
+            assert_eq!(
+                GroupCore::close_warm(token, no_lookup),
+                Some(Closed::Retired)
+            );
+            assert_eq!(kept(), 0);
+            assert_eq!(open_warm(None), None);
+            assert_eq!(GroupCore::close_warm(token, || Some(core)), None, "dead");
+            assert_eq!(core.owned_by.load(Ordering::Relaxed), 0, "given up");
         });
     }
 
