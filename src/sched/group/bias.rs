@@ -29,8 +29,8 @@
 //! `asymmetricHeavyBarrier` and liburcu use it the same way). Either the
 //! owner's load sees `revoked` (and it backs out), or the other thread's
 //! load sees `owner_in` (and it waits for the owner to leave): both cannot
-//! miss each other. Once `revoked` names the epoch, the owner never enters again in
-//! it, and the first compare-and-swap lock clears `OWNED`: from
+//! miss each other. Once `revoked` names the epoch, the owner never
+//! enters again in it, and the first compare-and-swap lock clears `OWNED`: from
 //! then on every thread takes the compare-and-swap lock, as for a group
 //! that was never owned. A revoke costs a system call (microseconds), once
 //! per group that another thread touches.
@@ -55,9 +55,10 @@
 //!   store and back-out must not land while another worker owns a later
 //!   epoch (its back-out would clear that worker's `owner_in`, and a
 //!   revoke would walk in beside it). So `owned_by` is cleared only by
-//!   the owner's own thread once the group is closed (`GroupCore::give_up`: no owner check is
-//!   carried across anything that could run that close, so the owner is
-//!   not between a check and its bias then), and the group opens owned
+//!   the owner's own thread once the group is closed
+//!   (`GroupCore::give_up`: no owner check is carried across anything
+//!   that could run that close, so the owner is not between a check and
+//!   its bias then), and the group opens owned
 //!   only for the worker in `owned_by`, or when it is cleared: after
 //!   another thread's close, the slot is owned again only by its last
 //!   owner. Such a slot costs its other users the compare-and-swap lock,

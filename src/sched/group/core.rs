@@ -326,7 +326,7 @@ impl GroupCore {
     /// that worker may still be about to take its bias: `bias.rs`, "Stale
     /// threads"; the group opens as any other). `warm`: the owner may keep
     /// it warm (`warm.rs`), if it opens owned; then the group is never
-    /// freed, and not counted.
+    /// freed, and not counted. The epoch, and whether it opened owned.
     #[inline]
     unsafe fn open_with(
         &self,
@@ -335,7 +335,7 @@ impl GroupCore {
         owner: *const WorkerInfo,
         owned: bool,
         warm: Option<WarmKey>,
-    ) -> Option<u32> {
+    ) -> Option<(u32, bool)> {
         let s = self.state.load(Ordering::Relaxed);
         if s & LIVE != 0 || epoch_of(s) == 0 {
             // Open already, or retired (its epoch would have wrapped).
@@ -364,7 +364,7 @@ impl GroupCore {
             LIVE
         };
         self.state.store(word(epoch, flags), Ordering::Release);
-        Some(epoch)
+        Some((epoch, owned))
     }
 
     /// Opens the group for the calling worker's own pool, without a
@@ -390,21 +390,14 @@ impl GroupCore {
         // `open_with`): the warm open sets `OWNED` without asking.
         let owned = bias::enabled();
         // SAFETY: forwarded.
-        let epoch =
+        let (epoch, owned) =
             unsafe { self.open_with(Arc::as_ptr(wt.registry()), false, wt.info, owned, warm) }?;
         wt.groups_open.set(wt.groups_open.get() + 1);
-        if let Some(w) = warm {
-            // Opened owned (so kept warm when closed), unless `open_with`
-            // decided otherwise (the group was another worker's) or
-            // another thread revoked it since (then no matter). (A thread
-            // with a guessed handle may close the group and its owner
-            // reopen it before this load: then the hot group is one this
-            // worker does not own, under a token of a dead epoch that no
-            // destroy matches; it is replaced by the next open.)
-            if self.state.load(Ordering::Relaxed) & OWNED != 0 {
-                wt.warm_groups
-                    .offer_hot(self, w.key, GroupCore::token(w.key, epoch));
-            }
+        // Opened owned, so kept warm when closed (unless `open_with`
+        // decided otherwise: the group was another worker's).
+        if let Some(w) = warm.filter(|_| owned) {
+            wt.warm_groups
+                .offer_hot(self, w.key, GroupCore::token(w.key, epoch));
         }
         Some(epoch)
     }
@@ -421,7 +414,7 @@ impl GroupCore {
         registry.terminate_count.fetch_add(1, Ordering::Relaxed);
         let raw = Arc::into_raw(registry);
         // SAFETY: forwarded.
-        let epoch = unsafe { self.open_with(raw, true, ptr::null(), false, None) };
+        let epoch = unsafe { self.open_with(raw, true, ptr::null(), false, None) }.map(|(e, _)| e);
         if epoch.is_none() {
             // SAFETY: the count and keep-alive taken above, given back.
             unsafe { release(raw) };
@@ -659,6 +652,7 @@ pub(crate) mod loom_hooks {
         // SAFETY: a new group, opened by this thread alone; the registry
         // and owner pointers are never followed by the lock.
         unsafe { core.open_with(std::ptr::null(), false, owner as *const _, true, None) }
+            .map(|(epoch, _)| epoch)
             .expect("a closed group opens")
     }
 

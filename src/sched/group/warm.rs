@@ -362,6 +362,8 @@ impl GroupCore {
             // Offered only after an open with a key (`offer_hot`).
             debug_assert!(warm.is_some());
             wt.groups_open.set(wt.groups_open.get() - 1);
+            // `keep_warm`'s outcome for the hot group, spelled out: no
+            // load of its key, no compare with the hot pointer.
             if next == 0 {
                 w.hot.set(None);
                 w.hot_token.set(0);

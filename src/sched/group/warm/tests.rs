@@ -1,3 +1,4 @@
+use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -269,7 +270,7 @@ fn the_hot_group_is_closed_by_its_token_and_let_go_when_another_thread_closes_it
     let no_lookup = || -> Option<&'static GroupCore> { panic!("the hot group needs no lookup") };
     let pool = pool(1);
     let (outer, inner, ie) = pool.install(|| {
-        let (outer, e) = open_warm_keyed(20, drain_hot);
+        let (outer, e) = open_warm_keyed(20, drain);
         let token = GroupCore::token(20, e);
         assert_eq!(GroupCore::close_warm(token, no_lookup), Some(Closed::Warm));
         assert_eq!(kept(), 1, "the hot group, kept");
@@ -279,7 +280,7 @@ fn the_hot_group_is_closed_by_its_token_and_let_go_when_another_thread_closes_it
         let t = GroupCore::open_warm(None).expect("the hot group");
         assert_eq!(t, GroupCore::token(20, e + 1));
         // Nested in it: the hot group now.
-        let (inner, ie) = open_warm_keyed(21, drain_hot);
+        let (inner, ie) = open_warm_keyed(21, drain);
         let it = GroupCore::token(21, ie);
         assert_eq!(GroupCore::close_warm(it, no_lookup), Some(Closed::Warm));
         // The outer one: through the lookup, stacked.
@@ -312,19 +313,7 @@ fn the_hot_group_is_closed_by_its_token_and_let_go_when_another_thread_closes_it
     drop(pool);
     // The kept hot group goes back, once; the one another thread freed
     // does not (it is that thread's).
-    let start = Instant::now();
-    while DRAINED_HOT.lock().unwrap().is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(20), "not drained");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(50));
-    assert_eq!(*DRAINED_HOT.lock().unwrap(), [20]);
-}
-
-static DRAINED_HOT: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-
-fn drain_hot(key: u32) {
-    DRAINED_HOT.lock().unwrap().push(key);
+    wait_drained(20..=21, &[20]);
 }
 
 /// The hot path's close of a group whose epoch would wrap retires it:
@@ -376,10 +365,40 @@ fn a_thread_made_a_worker_for_good_keeps_no_group_warm() {
     .unwrap();
 }
 
+/// The keys drained by the tests' groups (each test its own keys).
 static DRAINED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 fn drain(key: u32) {
     DRAINED.lock().unwrap().push(key);
+}
+
+/// What was drained of the keys in `keys`, sorted.
+fn drained(keys: RangeInclusive<u32>) -> Vec<u32> {
+    let mut got: Vec<u32> = DRAINED
+        .lock()
+        .unwrap()
+        .iter()
+        .copied()
+        .filter(|k| keys.contains(k))
+        .collect();
+    got.sort_unstable();
+    got
+}
+
+/// Waits (up to 20 s: a worker exits after its pool is dropped) until the
+/// keys in `keys` drained are `want`, then a little more: each once.
+fn wait_drained(keys: RangeInclusive<u32>, want: &[u32]) {
+    let start = Instant::now();
+    while drained(keys.clone()) != want {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "drained {:?} of {want:?}",
+            drained(keys.clone())
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(drained(keys), want, "each once");
 }
 
 #[test]
@@ -394,25 +413,13 @@ fn a_worker_that_exits_gives_its_warm_groups_back() {
         })
     });
     assert!(
-        DRAINED.lock().unwrap().is_empty(),
+        drained(1000..=1002).is_empty(),
         "kept while the worker runs"
     );
     drop(pool);
-    let start = Instant::now();
-    loop {
-        let mut got = DRAINED.lock().unwrap().clone();
-        got.sort_unstable();
-        if got == [1000, 1001, 1002] {
-            // Once each, and disowned: the worker is gone.
-            assert!(cores
-                .iter()
-                .all(|c| c.owned_by.load(Ordering::Relaxed) == 0));
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "drained {got:?} of [1000, 1001, 1002]"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_drained(1000..=1002, &[1000, 1001, 1002]);
+    // Disowned: the worker is gone.
+    assert!(cores
+        .iter()
+        .all(|c| c.owned_by.load(Ordering::Relaxed) == 0));
 }
