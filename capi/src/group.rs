@@ -315,6 +315,13 @@ unsafe extern "C" fn create_slow(pool: *mut TerroirPool, out: *mut *mut TerroirG
         if out.is_null() {
             return Err(Error::null("out"));
         }
+        // A worker that the fast path did not find (`open_warm`): its
+        // warm groups all the same.
+        if let Some(token) = GroupCore::open_warm_slow((!pool.is_null()).then(|| pool.addr())) {
+            // SAFETY: non-null, writable (the caller's promise).
+            unsafe { out.write(handle_ptr(token as usize)) };
+            return Ok(());
+        }
         let (index, core) = GROUPS.take_with(&FREE_GROUP_SLOTS)?;
         // The calling worker's own pool (NULL, or its handle): no lookup,
         // no reference. Otherwise the pool that `pool` stands for.

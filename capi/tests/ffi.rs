@@ -238,6 +238,34 @@ fn error_cases_have_defined_results() {
     }
 }
 
+/// `libterroir.so` loaded with `dlopen` by a program not linked with it
+/// (`tests/c/dlopen.c`): a thread older than the load and the main thread
+/// are no workers, a task knows its worker, and task groups (whose fast
+/// paths find the worker by the thread pointer, `src/sched/current.rs`)
+/// work in a task. The library must not use static TLS (the
+/// initial-exec model): a library that does takes its whole TLS segment
+/// from glibc's small surplus at `dlopen`, and terroir's does not fit.
+#[test]
+fn a_dlopened_library_finds_its_workers() {
+    let exe = compile("dlopen", &["capi/tests/c/dlopen.c"], &["-ldl", "-lpthread"]);
+    let so = lib_dir().join("libterroir.so");
+    match Command::new("readelf").arg("-d").arg(&so).output() {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                !text.contains("STATIC_TLS"),
+                "libterroir.so uses static TLS, which can make a dlopen fail:\n{text}"
+            );
+        }
+        _ => eprintln!("readelf not found: the STATIC_TLS flag is not checked"),
+    }
+    let out = stdout(&run(
+        Command::new(&exe).arg(&so).arg("2000"),
+        Duration::from_secs(120),
+    ));
+    assert!(out.contains("dlopen 9 passed, 0 failed"), "{out}");
+}
+
 /// Spawns, waits and destroys racing between threads outside the pool
 /// (`tests/c/group_race.c`): exact task counts, documented results, no hang.
 #[test]

@@ -10,9 +10,10 @@
 #   FIB_N=30 NQUEENS_N=12 HEALTH_LEVELS=6 HEALTH_STEPS=100 TRIAD_N=16777216 RUNS=5 examples/c/bench.sh
 #
 # The library is built with RUSTFLAGS="-C llvm-args=-enable-tlsdesc" (TLS
-# descriptors: a thread-local read in libterroir.so costs two instructions
-# instead of a call to __tls_get_addr; see examples/c/README.md), unless
-# RUSTFLAGS is set. The Rust fib also runs written as fib.c is (tasks
+# descriptors: a thread-local read in libterroir.so is a short call that
+# clobbers no register instead of a call to __tls_get_addr; group
+# create and destroy read none; see examples/c/README.md),
+# unless RUSTFLAGS is set. The Rust fib also runs written as fib.c is (tasks
 # called through function pointers, arguments and results in memory), so
 # that C and Rust differ only by the FFI. fib is also built against a join that only calls its
 # two tasks (examples/c/noop_join.c), to separate what the C program costs

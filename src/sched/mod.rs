@@ -25,6 +25,7 @@
 mod broadcast;
 mod builder;
 mod config;
+mod current;
 mod external;
 mod first_touch;
 pub(crate) mod group;
@@ -75,6 +76,49 @@ pub use thread_pool::{
     spawn, spawn_fifo, yield_local, yield_now, ThreadPool, Yield,
 };
 pub(crate) use worker::WorkerThread;
+
+/// Runs the unit test `name` of module `module` (`module_path!()`) alone,
+/// in a child process of this test binary with no other test, and fails
+/// if it fails (or runs over two minutes); in that child (which
+/// `TERROIR_TEST_ALONE` names) runs `body`. For tests of process-wide
+/// state that other tests' workers share (the thread-pointer table of
+/// `current.rs`).
+#[cfg(test)]
+pub(crate) fn alone(module: &str, name: &str, body: impl FnOnce()) {
+    let module = module.split_once("::").map_or(module, |(_, rest)| rest);
+    let full = format!("{module}::{name}");
+    if std::env::var("TERROIR_TEST_ALONE").as_deref() == Ok(full.as_str()) {
+        body();
+        return;
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([full.as_str(), "--exact", "--test-threads=1", "--nocapture"])
+        .env("TERROIR_TEST_ALONE", &full)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the test binary runs again");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("{full} alone did not finish within two minutes");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{full} alone: {}\n{text}",
+        out.status
+    );
+}
 
 /// An unpinned pool of `n` workers, for the scheduler's unit tests.
 #[cfg(test)]

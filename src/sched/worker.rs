@@ -115,10 +115,6 @@ pub(crate) struct WorkerThread {
     pub(super) warm_groups: WarmGroups,
 }
 
-thread_local! {
-    static WORKER: Cell<*const WorkerThread> = const { Cell::new(std::ptr::null()) };
-}
-
 /// Makes the thread stop being a worker when dropped (at the end of
 /// [`WorkerThread::run`], returning or unwinding), before the
 /// `WorkerThread` that `WORKER` points to is.
@@ -126,9 +122,7 @@ struct ClearCurrentOnDrop;
 
 impl Drop for ClearCurrentOnDrop {
     fn drop(&mut self) {
-        // `try_with`: never panics, also while the thread's locals are
-        // being destroyed (then nobody can read `WORKER` any more).
-        let _ = WORKER.try_with(|c| c.set(std::ptr::null()));
+        super::current::clear();
     }
 }
 
@@ -163,13 +157,27 @@ impl WorkerThread {
     /// The worker running on this thread, if any.
     #[inline]
     pub(crate) fn current() -> Option<&'static WorkerThread> {
-        let p = WORKER.with(Cell::get);
-        // SAFETY: WORKER is set to a WorkerThread that lives on this thread's
-        // stack for the whole of `run` and is reset before it is dropped
-        // (by `ClearCurrentOnDrop`, also when `run` unwinds), or to one
-        // leaked by `adopt_current`; a `'static` borrow never escapes this
-        // thread (WorkerThread is !Sync).
+        let p = super::current::get();
+        // SAFETY: the thread's current worker (`current.rs`) is set to a
+        // WorkerThread that lives on this thread's stack for the whole of
+        // `run` and is reset before it is dropped (by `ClearCurrentOnDrop`,
+        // also when `run` unwinds), or to one leaked by `adopt_current`; a
+        // `'static` borrow never escapes this thread (WorkerThread is
+        // !Sync).
         unsafe { p.as_ref() }
+    }
+
+    /// [`current`](Self::current) found without a thread-local read
+    /// (`current.rs`), if it can be: `None` when the thread has no entry
+    /// in the table, whether or not it is a worker. For the C API's fast
+    /// paths, where a thread-local read is a call: they fall back to their
+    /// slow paths, which ask `current`.
+    #[inline(always)]
+    pub(crate) fn current_by_thread_pointer() -> Option<&'static WorkerThread> {
+        // SAFETY: as in `current`: the table holds a thread's worker only
+        // from `current::set` to `current::clear` (`current.rs`), as the
+        // thread-local does, and never null.
+        super::current::find().map(|p| unsafe { &*p })
     }
 
     fn new(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) -> WorkerThread {
@@ -202,7 +210,7 @@ impl WorkerThread {
     /// worker only meanwhile.
     pub(super) fn run(registry: Arc<Registry>, index: usize, deque: Worker<JobRef>) {
         let wt = WorkerThread::new(registry, index, deque);
-        WORKER.with(|c| c.set(&wt));
+        super::current::set(&wt);
         // Declared after `wt`, so dropped before it, however `run` ends: a
         // spawn handler's thread that goes on after `run` (also after
         // catching its unwinding) must not find a worker that is gone.
@@ -241,7 +249,7 @@ impl WorkerThread {
         let wt: &'static WorkerThread = Box::leak(Box::new(wt));
         // It runs the caller's code: thieves may ask it for continuations.
         wt.info().busy.store(true, Ordering::Relaxed);
-        WORKER.with(|c| c.set(wt));
+        super::current::set(wt);
     }
 
     pub(crate) fn index(&self) -> usize {

@@ -249,9 +249,23 @@ impl GroupCore {
     /// [`open_here`](Self::open_here) opened it before: the hot group if it
     /// is kept, else the latest of the stack; its [`token`](Self::token);
     /// `None` when the caller is not such a worker or keeps no group warm.
+    ///
+    /// The worker is found by the thread pointer (`current.rs`): `None`
+    /// also when that finds none, whether or not the caller is a worker;
+    /// [`open_warm_slow`](Self::open_warm_slow) asks the thread-local.
     #[inline(always)]
     pub fn open_warm(tag: Option<usize>) -> Option<u64> {
-        let wt = WorkerThread::current()?;
+        Self::open_warm_in(WorkerThread::current_by_thread_pointer()?, tag)
+    }
+
+    /// [`open_warm`](Self::open_warm) for a caller found by the
+    /// thread-local (a call in a shared library: for slow paths).
+    pub fn open_warm_slow(tag: Option<usize>) -> Option<u64> {
+        Self::open_warm_in(WorkerThread::current()?, tag)
+    }
+
+    #[inline(always)]
+    fn open_warm_in(wt: &WorkerThread, tag: Option<usize>) -> Option<u64> {
         if tag.is_some_and(|t| super::pool_tag(wt) != t) {
             return None;
         }
@@ -345,13 +359,16 @@ impl GroupCore {
     /// when its hot token is `token` (then the owner check is the state's:
     /// open owned under the epoch this worker opened it under, so by this
     /// worker), else `lookup()`'s group (the caller's table slot for
-    /// `token`, if any). `None`: nothing done, as for `close_idle_owned`.
+    /// `token`, if any). `None`: nothing done, as for `close_idle_owned`;
+    /// also when the thread pointer finds no worker (as for
+    /// [`open_warm`](Self::open_warm)), where [`close`](Self::close) does
+    /// the same.
     #[inline(always)]
     pub fn close_warm<'a>(
         token: u64,
         lookup: impl FnOnce() -> Option<&'a GroupCore>,
     ) -> Option<Closed> {
-        let wt = WorkerThread::current()?;
+        let wt = WorkerThread::current_by_thread_pointer()?;
         let w = &wt.warm_groups;
         let epoch = (token >> 32) as u32;
         if token == w.hot_token.get() {
@@ -454,6 +471,12 @@ impl GroupCore {
         // opened owned again beside its late owner).
         self.give_up(wt.info as usize);
         if next == 0 {
+            // As the hot path retires the hot group (`close_warm`): a
+            // retired group is nobody's hot one.
+            if w.is_hot(self) {
+                w.hot.set(None);
+                w.hot_token.set(0);
+            }
             Closed::Retired
         } else {
             Closed::Free
