@@ -263,7 +263,7 @@ fn a_dlopened_library_finds_its_workers() {
         Command::new(&exe).arg(&so).arg("2000"),
         Duration::from_secs(120),
     ));
-    assert!(out.contains("dlopen 9 passed, 0 failed"), "{out}");
+    assert!(out.contains("dlopen 10 passed, 0 failed"), "{out}");
 }
 
 /// Spawns, waits and destroys racing between threads outside the pool

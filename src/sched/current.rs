@@ -56,8 +56,10 @@
 //!   entry free, before any of its code runs. A `pthread_atfork` handler
 //!   could not promise that: handlers registered before it run first in
 //!   the child, and a thread one of them starts could find a dead
-//!   worker's entry (a review's reproducer did). Where the kernel refuses
-//!   the advice (before Linux 4.14), no worker claims an entry.
+//!   worker's entry (a review's reproducer did). Where the kernel does
+//!   not know the advice (before Linux 4.14), or an emulator accepts
+//!   advice it does not apply (qemu-user; checked by asking for an
+//!   advice that does not exist), no worker claims an entry.
 //!
 //! So a matching entry was written by the reader itself, and its worker
 //! is the reader's own write, read in program order. A free clears the

@@ -105,6 +105,10 @@ impl Table {
 
     /// The thread whose pointer is `tp` takes a free entry of its window
     /// for `wt` (first giving back any it holds); whether it found one.
+    /// Not re-entrant, nor is [`free`](Self::free): a claim or free from
+    /// a signal handler that interrupted one of the same thread's could
+    /// write an entry the thread no longer holds (a worker starts and
+    /// stops in `WorkerThread::run`, never in a handler).
     pub(super) fn claim(&self, tp: usize, wt: *const WorkerThread) -> bool {
         debug_assert!(tp != 0 && !wt.is_null());
         self.free(tp);
@@ -177,8 +181,9 @@ thread_local! {
     static FREE_AT_EXIT: FreeAtExit = const { FreeAtExit(Cell::new(false)) };
 }
 
-/// Whether the table's pages are wiped in a `fork` child: 0 not asked
-/// yet, 1 yes, 2 no (the kernel refused: before Linux 4.14).
+/// Whether the table's pages are wiped in a `fork` child: 0 not known
+/// yet, 1 yes, 2 no (the kernel does not know the advice: before Linux
+/// 4.14, or an emulator).
 static WIPED_ON_FORK: AtomicU8 = AtomicU8::new(0);
 
 /// Marks the table's pages `MADV_WIPEONFORK` (once; a race of two first
@@ -194,18 +199,34 @@ fn wiped_on_fork() -> bool {
         2 => return false,
         _ => {}
     }
-    // SAFETY: the table's own pages (`Table` is page-aligned and
-    // page-padded), private and anonymous (zero-initialised, in `.bss`);
-    // the advice changes what a child sees of them, nothing here.
-    let rc = unsafe {
-        libc::madvise(
-            ptr::addr_of!(TABLE).cast_mut().cast(),
-            std::mem::size_of::<Table>(),
-            libc::MADV_WIPEONFORK,
-        )
+    let advise = |advice| {
+        // SAFETY: the table's own pages (`Table` is page-aligned and
+        // page-padded), private and anonymous (zero-initialised, in
+        // `.bss`); advice changes what a child sees of them, nothing here.
+        let rc = unsafe {
+            libc::madvise(
+                ptr::addr_of!(TABLE).cast_mut().cast(),
+                std::mem::size_of::<Table>(),
+                advice,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error().raw_os_error())
+        }
     };
-    WIPED_ON_FORK.store(if rc == 0 { 1 } else { 2 }, Ordering::Release);
-    rc == 0
+    // An emulator that accepts advice it does not apply (qemu-user) also
+    // accepts advice that does not exist: then the wipe is not trusted.
+    let verdict = match (advise(-1), advise(libc::MADV_WIPEONFORK)) {
+        (Err(_), Ok(())) => 1,
+        (Ok(()), _) | (_, Err(Some(libc::EINVAL))) => 2,
+        // Another error (`ENOMEM`, `EAGAIN`: the mapping could not be
+        // split): not now, maybe at the next worker's start.
+        (Err(_), Err(_)) => return false,
+    };
+    WIPED_ON_FORK.store(verdict, Ordering::Release);
+    verdict == 1
 }
 
 /// [`super::set`]'s part: claims the thread's entry if both ways an
