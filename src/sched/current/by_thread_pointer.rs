@@ -141,7 +141,7 @@ impl Table {
     }
 
     /// How many entries are held (for tests).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(super) fn held(&self) -> usize {
         self.entries
             .iter()
@@ -151,7 +151,7 @@ impl Table {
 
     /// Frees every entry (for tests: what a `fork` child's wiped pages
     /// hold).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(super) fn free_all(&self) {
         for e in &self.entries {
             e.wt.store(ptr::null_mut(), Ordering::Relaxed);
@@ -168,10 +168,10 @@ impl Drop for FreeAtExit {
     fn drop(&mut self) {
         if self.0.get() {
             let tp = thread_pointer();
-            #[cfg(test)]
+            #[cfg(all(test, not(loom)))]
             let held = TABLE.find(tp).is_some();
             TABLE.free(tp);
-            #[cfg(test)]
+            #[cfg(all(test, not(loom)))]
             super::tests::freed_at_exit(tp, held, TABLE.find(tp).is_some());
         }
     }
@@ -246,7 +246,7 @@ pub(super) fn claim(wt: &WorkerThread) {
 /// The calling thread's worker, if it holds its entry.
 #[inline(always)]
 pub(super) fn find_current() -> Option<*const WorkerThread> {
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     if super::tests::missing() {
         return None;
     }
