@@ -3,7 +3,7 @@
 //! a loop run as a sequence of parallel loops over consecutive blocks,
 //! each one finished before the next one starts.
 
-use super::plumbing::{self, Consumer, Folder, Piece};
+use super::engine::{self, Consumer, Folder, Piece};
 use super::unindexed::Shift;
 use super::{IndexedParallelIterator, ParallelIterator};
 
@@ -22,7 +22,7 @@ where
         let n = size(k).clamp(1, piece.units());
         let (block, rest) = piece.split_at(n);
         piece = rest;
-        let r = plumbing::run(
+        let r = engine::run(
             block,
             Shift {
                 base: &consumer,
@@ -66,7 +66,7 @@ impl<I> ExponentialBlocks<I> {
 
 impl<I: IndexedParallelIterator> ParallelIterator for ExponentialBlocks<I> {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
         // As rayon: the first block has a unit per worker, each next one
         // twice as many.
         let first = crate::current_num_threads().max(1);
@@ -98,7 +98,7 @@ impl<I> UniformBlocks<I> {
 
 impl<I: IndexedParallelIterator> ParallelIterator for UniformBlocks<I> {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
         let size = self.block_size;
         by_blocks(self.base, consumer, |_| size)
     }

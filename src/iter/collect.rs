@@ -15,7 +15,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::plumbing::{Consumer, Folder, Options, SendPtr};
+use super::engine::{Consumer, Folder, Options, SendPtr};
 use super::{
     FromParallelIterator, IndexedParallelIterator, IntoParallelIterator, ParallelExtend,
     ParallelIterator,
@@ -65,7 +65,7 @@ impl<T> Folder<T> for Vec<T> {
 
 /// The items of `iter`, one vector per run.
 fn vec_list<I: ParallelIterator>(iter: I) -> Vec<Vec<I::Item>> {
-    iter.drive(VecList)
+    iter.drive_engine(VecList)
 }
 
 /// Concatenates a list of vectors (no copy for a single one).
@@ -206,7 +206,7 @@ fn collect_exact<I: ParallelIterator>(iter: I, v: &mut Vec<I::Item>, len: usize)
     let old = v.len();
     // SAFETY: in bounds of the reservation just made.
     let ptr = SendPtr(unsafe { v.as_mut_ptr().add(old) });
-    let written = iter.drive(CollectConsumer { ptr, len });
+    let written = iter.drive_engine(CollectConsumer { ptr, len });
     let got = if written.start == 0 || written.len == 0 {
         written.len
     } else {
@@ -254,7 +254,7 @@ where
     B: Default + Send + ParallelExtend<I::Item>,
     P: Fn(&I::Item) -> bool + Sync + Send,
 {
-    let sides = iter.map(|x| (predicate(&x), x)).drive(SidesList);
+    let sides = iter.map(|x| (predicate(&x), x)).drive_engine(SidesList);
     let (yes, no): Lists<I::Item> = sides.into_iter().map(|s| (s.0, s.1)).unzip();
     let mut a = A::default();
     let mut b = B::default();
@@ -700,7 +700,7 @@ where
     where
         I: IntoParallelIterator<Item = (A, B)>,
     {
-        let (a, b) = unzip_lists(par_iter.into_par_iter().drive(PairList));
+        let (a, b) = unzip_lists(par_iter.into_par_iter().drive_engine(PairList));
         (FromA::from_par_iter(a), FromB::from_par_iter(b))
     }
 }
@@ -716,7 +716,7 @@ where
     where
         I: IntoParallelIterator<Item = (A, B)>,
     {
-        let (a, b) = unzip_lists(par_iter.into_par_iter().drive(PairList));
+        let (a, b) = unzip_lists(par_iter.into_par_iter().drive_engine(PairList));
         self.0.par_extend(a);
         self.1.par_extend(b);
     }

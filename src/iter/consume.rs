@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::plumbing::{Consumer, Folder, Options};
+use super::engine::{Consumer, Folder, Options};
 use super::ParallelIterator;
 
 mod sealed {
@@ -358,7 +358,7 @@ where
     P: Fn(&I::Item) -> bool + Sync,
 {
     let found = AtomicBool::new(false);
-    iter.drive(FindAny {
+    iter.drive_engine(FindAny {
         predicate,
         found: &found,
     })
@@ -451,7 +451,7 @@ where
     P: Fn(&I::Item) -> bool + Sync,
 {
     let best = AtomicUsize::new(usize::MAX);
-    iter.drive(FindFirst {
+    iter.drive_engine(FindFirst {
         predicate,
         best: &best,
     })
@@ -536,7 +536,7 @@ where
 {
     let best = AtomicUsize::new(0);
     let reversed = AtomicBool::new(false);
-    iter.drive(FindLast {
+    iter.drive_engine(FindLast {
         predicate,
         best: &best,
         reversed: &reversed,
@@ -647,7 +647,7 @@ where
     OP: Fn(T, T) -> I::Item + Sync,
 {
     let failed = AtomicBool::new(false);
-    iter.drive(TryReduce {
+    iter.drive_engine(TryReduce {
         identity,
         op,
         failed: &failed,

@@ -4,7 +4,7 @@
 
 pub use either::Either;
 
-use super::plumbing::{Consumer, Extent, Hints, Piece};
+use super::engine::{Consumer, Extent, Hints, Piece};
 use super::{
     FromParallelIterator, IndexedParallelIterator, IntoParallelIterator, ParallelExtend,
     ParallelIterator,
@@ -33,10 +33,10 @@ where
     R: ParallelIterator<Item = L::Item>,
 {
     type Item = L::Item;
-    fn drive<C: Consumer<L::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<L::Item>>(self, consumer: C) -> C::Result {
         match self {
-            Either::Left(l) => l.drive(consumer),
-            Either::Right(r) => r.drive(consumer),
+            Either::Left(l) => l.drive_engine(consumer),
+            Either::Right(r) => r.drive_engine(consumer),
         }
     }
     fn opt_len(&self) -> Option<usize> {

@@ -15,7 +15,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::plumbing::{forward_consumer, Consumer, Folder, Options};
+use super::engine::{forward_consumer, Consumer, Folder, Options};
 use super::unindexed::FlatMapIter;
 use super::{IntoParallelIterator, ParallelIterator};
 
@@ -45,9 +45,9 @@ where
     I::Item: IntoIterator<Item: Send>,
 {
     type Item = <I::Item as IntoIterator>::Item;
-    fn drive<C: Consumer<Self::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<Self::Item>>(self, consumer: C) -> C::Result {
         let id = |x: I::Item| x;
-        FlatMapIter::new(self.base, id).drive(consumer)
+        FlatMapIter::new(self.base, id).drive_engine(consumer)
     }
 }
 
@@ -90,9 +90,9 @@ where
     PI: IntoParallelIterator,
 {
     type Item = PI::Item;
-    fn drive<C: Consumer<PI::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<PI::Item>>(self, consumer: C) -> C::Result {
         let FlatMap { base, map_op } = self;
-        base.drive(FlatMapConsumer {
+        base.drive_engine(FlatMapConsumer {
             base: &consumer,
             f: &map_op,
             reversed: AtomicBool::new(false),
@@ -154,7 +154,7 @@ where
             if self.base.stop(start, start.saturating_add(1)) {
                 break;
             }
-            let inner = (self.f)(x).into_par_iter().drive(At {
+            let inner = (self.f)(x).into_par_iter().drive_engine(At {
                 base: self.base,
                 pos: start,
                 outer_reversed: self.reversed,
@@ -304,7 +304,7 @@ where
     I::Item: IntoParallelIterator,
 {
     type Item = <I::Item as IntoParallelIterator>::Item;
-    fn drive<C: Consumer<Self::Item>>(self, consumer: C) -> C::Result {
-        FlatMap::new(self.base, |x: I::Item| x).drive(consumer)
+    fn drive_engine<C: Consumer<Self::Item>>(self, consumer: C) -> C::Result {
+        FlatMap::new(self.base, |x: I::Item| x).drive_engine(consumer)
     }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::consume::Try;
-use super::plumbing::{forward_consumer, Consumer, Folder};
+use super::engine::{forward_consumer, Consumer, Folder};
 use super::ParallelIterator;
 
 /// [`ParallelIterator::fold`]'s iterator: one item per run of consecutive
@@ -55,13 +55,13 @@ where
     T: Send,
 {
     type Item = T;
-    fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<T>>(self, consumer: C) -> C::Result {
         let Fold {
             base,
             identity,
             fold_op,
         } = self;
-        base.drive(FoldConsumer {
+        base.drive_engine(FoldConsumer {
             base: consumer,
             start: &identity,
             op: &fold_op,
@@ -189,13 +189,13 @@ where
     T: Send + Clone,
 {
     type Item = T;
-    fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<T>>(self, consumer: C) -> C::Result {
         let FoldWith {
             base,
             item,
             fold_op,
         } = self;
-        base.drive(FoldConsumer {
+        base.drive_engine(FoldConsumer {
             base: consumer,
             start: &CloneOf(Mutex::new(item)),
             op: &fold_op,
@@ -253,14 +253,14 @@ where
     R: Try<Output = T> + Send,
 {
     type Item = R;
-    fn drive<C: Consumer<R>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<R>>(self, consumer: C) -> C::Result {
         let TryFold {
             base,
             identity,
             fold_op,
             ..
         } = self;
-        base.drive(TryFoldConsumer {
+        base.drive_engine(TryFoldConsumer {
             base: consumer,
             start: &identity,
             op: &fold_op,
@@ -312,13 +312,13 @@ where
     T: Clone + Send,
 {
     type Item = R;
-    fn drive<C: Consumer<R>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<R>>(self, consumer: C) -> C::Result {
         let TryFoldWith {
             base,
             item,
             fold_op,
         } = self;
-        base.drive(TryFoldConsumer {
+        base.drive_engine(TryFoldConsumer {
             base: consumer,
             start: &CloneOf(Mutex::new(item)),
             op: &fold_op,
@@ -428,7 +428,7 @@ where
     fn stop(&self, start: usize, end: usize) -> bool {
         self.gate.stopped() || self.base.stop(start, end)
     }
-    fn options(&self) -> super::plumbing::Options {
+    fn options(&self) -> super::engine::Options {
         self.base.options()
     }
     fn eager(&self) -> bool {
@@ -516,9 +516,9 @@ where
     T: Send,
 {
     type Item = T;
-    fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<T>>(self, consumer: C) -> C::Result {
         let done = AtomicBool::new(false);
-        self.base.drive(GateConsumer {
+        self.base.drive_engine(GateConsumer {
             base: consumer,
             gate: WhileSomeGate(&done),
         })
@@ -560,9 +560,9 @@ impl<T> Gate<T> for TakeAnyGate<'_> {
 
 impl<I: ParallelIterator> ParallelIterator for TakeAny<I> {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
         let left = AtomicUsize::new(self.n);
-        self.base.drive(GateConsumer {
+        self.base.drive_engine(GateConsumer {
             base: consumer,
             gate: TakeAnyGate(&left),
         })
@@ -604,9 +604,9 @@ impl<T> Gate<T> for SkipAnyGate<'_> {
 
 impl<I: ParallelIterator> ParallelIterator for SkipAny<I> {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
         let left = AtomicUsize::new(self.n);
-        self.base.drive(GateConsumer {
+        self.base.drive_engine(GateConsumer {
             base: consumer,
             gate: SkipAnyGate(&left),
         })
@@ -720,9 +720,9 @@ where
     P: Fn(&I::Item) -> bool + Sync + Send,
 {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
         let flag = AtomicBool::new(false);
-        self.base.drive(GateConsumer {
+        self.base.drive_engine(GateConsumer {
             base: consumer,
             gate: TakeWhileGate(PredicateGate {
                 flag: &flag,
@@ -769,9 +769,9 @@ where
     P: Fn(&I::Item) -> bool + Sync + Send,
 {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
         let flag = AtomicBool::new(false);
-        self.base.drive(GateConsumer {
+        self.base.drive_engine(GateConsumer {
             base: consumer,
             gate: SkipWhileGate(PredicateGate {
                 flag: &flag,

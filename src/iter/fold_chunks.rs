@@ -6,8 +6,8 @@
 
 use std::fmt;
 
+use super::engine::{Consumer, Extent, Hints, Piece};
 use super::indexed_adaptors::indexed_parallel_iterator;
-use super::plumbing::{Consumer, Extent, Hints, Piece};
 use super::regroup::{ChunkSeq, ChunksPiece, RevChunkSeq};
 use super::{IndexedParallelIterator, ParallelIterator};
 

@@ -4,10 +4,10 @@
 use std::cmp::Ordering;
 
 use super::blocks::{ExponentialBlocks, UniformBlocks};
+use super::engine::{self, Consumer, Piece};
 use super::fold_chunks::{FoldChunks, FoldChunksWith};
 use super::indexed_adaptors::{Enumerate, MaxLen, MinLen, Positions, Rev, Zip, ZipEq};
 use super::interleave::{Interleave, InterleaveShortest};
-use super::plumbing::{self, Consumer, Piece};
 use super::regroup::{Chunks, Skip, StepBy, Take};
 use super::{IntoParallelIterator, ParallelIterator};
 
@@ -25,7 +25,7 @@ use super::{IntoParallelIterator, ParallelIterator};
 /// ```
 #[allow(clippy::len_without_is_empty)] // rayon's trait has no `is_empty`
 pub trait IndexedParallelIterator: ParallelIterator {
-    /// The splittable form of the iterator (terroir's plumbing).
+    /// The splittable form of the iterator (terroir's engine).
     #[doc(hidden)]
     type Piece<'a>: Piece<Item = Self::Item>
     where
@@ -494,7 +494,7 @@ where
     I: IndexedParallelIterator,
     C: Consumer<I::Item>,
 {
-    plumbing::run(iter.piece(), consumer)
+    engine::run(iter.piece(), consumer)
 }
 
 /// `unzip_into_vecs` through the pairs' [`ParallelExtend`](super::ParallelExtend).

@@ -7,7 +7,7 @@
 use std::iter;
 use std::ops::Range;
 
-use super::plumbing::{forward_piece, Consumer, Extent, Hints, Piece};
+use super::engine::{forward_piece, Consumer, Extent, Hints, Piece};
 use super::{IndexedParallelIterator, ParallelIterator};
 
 /// Implements `ParallelIterator` (through the piece) for an indexed
@@ -19,7 +19,7 @@ macro_rules! indexed_parallel_iterator {
             $($bounds)*
         {
             type Item = $item;
-            fn drive<C: Consumer<$item>>(self, consumer: C) -> C::Result {
+            fn drive_engine<C: Consumer<$item>>(self, consumer: C) -> C::Result {
                 $crate::iter::indexed::drive_piece(self, consumer)
             }
             fn opt_len(&self) -> Option<usize> {
@@ -517,10 +517,10 @@ where
     P: Fn(I::Item) -> bool + Sync + Send,
 {
     type Item = usize;
-    fn drive<C: Consumer<usize>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<usize>>(self, consumer: C) -> C::Result {
         let Positions { base, predicate } = self;
         base.enumerate()
             .filter_map(|(i, x)| predicate(x).then_some(i))
-            .drive(consumer)
+            .drive_engine(consumer)
     }
 }

@@ -4,8 +4,8 @@
 //! of the piece is the `u`-th item of the alternation, so it splits
 //! anywhere.
 
+use super::engine::{Consumer, Hints, Piece};
 use super::indexed_adaptors::indexed_parallel_iterator;
-use super::plumbing::{Consumer, Hints, Piece};
 use super::regroup::Take;
 use super::{IndexedParallelIterator, ParallelIterator};
 

@@ -14,7 +14,7 @@
 
 use std::sync::Mutex;
 
-use super::plumbing::{Consumer, Extent, Folder, Hints, Options, Piece};
+use super::engine::{Consumer, Extent, Folder, Hints, Options, Piece};
 use super::{IndexedParallelIterator, ParallelIterator};
 
 /// [`ParallelIterator::intersperse`]'s iterator.
@@ -51,9 +51,9 @@ where
     I::Item: Clone,
 {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
         let exact = self.base.opt_len().is_some();
-        let held = self.base.drive(SepConsumer {
+        let held = self.base.drive_engine(SepConsumer {
             base: &consumer,
             sep: Mutex::new(self.item),
             exact,

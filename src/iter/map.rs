@@ -4,7 +4,7 @@
 //! adaptor on every batch's iterator) and, over an indexed iterator, as a
 //! [`Piece`] too (for `zip`, `enumerate`, `rev`, …).
 
-use super::plumbing::{forward_consumer, forward_piece, forward_reverse, Consumer, Folder, Piece};
+use super::engine::{forward_consumer, forward_piece, forward_reverse, Consumer, Folder, Piece};
 use super::{IndexedParallelIterator, ParallelIterator};
 
 /// Declares an adaptor struct with its constructor.
@@ -54,9 +54,9 @@ where
     R: Send,
 {
     type Item = R;
-    fn drive<C: Consumer<R>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<R>>(self, consumer: C) -> C::Result {
         let Map { base, map_op } = self;
-        base.drive(MapConsumer {
+        base.drive_engine(MapConsumer {
             base: consumer,
             f: &map_op,
         })
@@ -189,9 +189,9 @@ where
     F: Fn(&I::Item) + Sync + Send,
 {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
         let Inspect { base, inspect_op } = self;
-        base.drive(WrapConsumer {
+        base.drive_engine(WrapConsumer {
             base: consumer,
             f: &inspect_op,
             how: InspectHow,
@@ -378,9 +378,9 @@ where
     F: Fn(&mut I::Item) + Sync + Send,
 {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
         let Update { base, update_op } = self;
-        base.drive(WrapConsumer {
+        base.drive_engine(WrapConsumer {
             base: consumer,
             f: &update_op,
             how: UpdateHow,
@@ -515,9 +515,9 @@ macro_rules! clone_like {
             T: 'a + $bound + Send,
         {
             type Item = T;
-            fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
+            fn drive_engine<C: Consumer<T>>(self, consumer: C) -> C::Result {
                 let f: fn(&T) -> T = $f;
-                self.base.drive(MapConsumer {
+                self.base.drive_engine(MapConsumer {
                     base: consumer,
                     f: &f,
                 })

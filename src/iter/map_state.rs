@@ -5,8 +5,8 @@
 
 use std::sync::Mutex;
 
+use super::engine::{forward_consumer, forward_piece, forward_reverse, Consumer, Folder, Piece};
 use super::map::adaptor;
-use super::plumbing::{forward_consumer, forward_piece, forward_reverse, Consumer, Folder, Piece};
 use super::{IndexedParallelIterator, ParallelIterator};
 /// A batch of a piece with per-run state: `f(&mut state, item)`.
 pub struct StateMap<'s, S, T, F> {
@@ -56,12 +56,12 @@ where
     R: Send,
 {
     type Item = R;
-    fn drive<C: Consumer<R>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<R>>(self, consumer: C) -> C::Result {
         let MapWith { base, item, map_op } = self;
         // A lock, so that `T` need not be `Sync`: taken once per run, to
         // clone the value.
         let item = Mutex::new(item);
-        base.drive(MapWithConsumer {
+        base.drive_engine(MapWithConsumer {
             base: consumer,
             item: &item,
             f: &map_op,
@@ -221,9 +221,9 @@ where
     R: Send,
 {
     type Item = R;
-    fn drive<C: Consumer<R>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<R>>(self, consumer: C) -> C::Result {
         let MapInit { base, init, map_op } = self;
-        base.drive(MapInitConsumer {
+        base.drive_engine(MapInitConsumer {
             base: consumer,
             init: &init,
             f: &map_op,

@@ -93,7 +93,7 @@
 //!
 //! # Differences from rayon
 //!
-//! - The plumbing is terroir's own: `Producer`, `Consumer` and
+//! - The engine is terroir's own: `Producer`, `Consumer` and
 //!   `ProducerCallback` are not public, so types outside this crate cannot
 //!   implement [`ParallelIterator`] (wrap one of ours instead, or
 //!   implement [`IntoParallelIterator`]).
@@ -117,6 +117,7 @@ mod blocks;
 mod collect;
 mod consume;
 mod either;
+pub(crate) mod engine;
 mod flat;
 mod fold;
 mod fold_chunks;
@@ -130,7 +131,6 @@ mod multizip;
 mod names;
 mod par;
 mod placed;
-pub(crate) mod plumbing;
 mod regroup;
 mod sources;
 mod splitter;
@@ -151,6 +151,9 @@ pub mod vec;
 pub use blocks::{ExponentialBlocks, UniformBlocks};
 pub use consume::Try;
 pub use either::Either;
+#[doc(hidden)]
+pub use engine::set_split_stress;
+pub use engine::Schedule;
 pub use fold_chunks::{FoldChunks, FoldChunksWith};
 pub use indexed::IndexedParallelIterator;
 pub use indexed_adaptors::{Enumerate, MaxLen, MinLen, Positions, Rev, Zip, ZipEq};
@@ -162,9 +165,6 @@ pub use multizip::MultiZip;
 pub use names::{array, result, str};
 pub use par::ParallelIterator;
 pub use placed::{parallel_for, ForOptions};
-#[doc(hidden)]
-pub use plumbing::set_split_stress;
-pub use plumbing::Schedule;
 pub use regroup::{Chunks, Skip, StepBy, Take};
 #[allow(deprecated)]
 pub use sources::{

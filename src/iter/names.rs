@@ -63,11 +63,11 @@ macro_rules! vec_newtype {
             $item: Send,
         {
             type Item = $item;
-            fn drive<C>(self, consumer: C) -> C::Result
+            fn drive_engine<C>(self, consumer: C) -> C::Result
             where
-                C: $crate::iter::plumbing::Consumer<$item>,
+                C: $crate::iter::engine::Consumer<$item>,
             {
-                $crate::iter::ParallelIterator::drive(self.inner, consumer)
+                $crate::iter::ParallelIterator::drive_engine(self.inner, consumer)
             }
             fn opt_len(&self) -> Option<usize> {
                 $crate::iter::ParallelIterator::opt_len(&self.inner)

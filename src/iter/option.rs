@@ -1,8 +1,8 @@
 //! Parallel iterators over `Option` and `Result` (zero or one item), as in
 //! rayon.
 
+use super::engine::{Consumer, Piece};
 use super::indexed::drive_piece;
-use super::plumbing::{Consumer, Piece};
 use super::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 
 /// The parallel iterator of an `Option` (or the `Ok` value of a `Result`)
@@ -84,7 +84,7 @@ impl<'a, T: Send, E> IntoParallelIterator for &'a mut Result<T, E> {
 
 impl<T: Send> ParallelIterator for IntoIter<T> {
     type Item = T;
-    fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<T>>(self, consumer: C) -> C::Result {
         drive_piece(self, consumer)
     }
     fn opt_len(&self) -> Option<usize> {

@@ -4,10 +4,10 @@ use std::cmp::Ordering;
 use std::iter::{Product, Sum};
 
 use super::consume::{self, Try};
+use super::engine::{Consumer, Schedule};
 use super::intersperse::Intersperse;
 use super::map::{Cloned, Copied, Inspect, Map, Update};
 use super::map_state::{MapInit, MapWith};
-use super::plumbing::{Consumer, Schedule};
 use super::unindexed::{
     Chain, Filter, FilterMap, FlatMap, FlatMapIter, Flatten, FlattenIter, Fold, FoldWith,
     PanicFuse, Scheduled, SkipAny, SkipAnyWhile, TakeAny, TakeAnyWhile, TryFold, TryFoldWith,
@@ -37,9 +37,9 @@ pub trait ParallelIterator: Sized + Send {
     /// The items.
     type Item: Send;
 
-    /// Runs the loop with `consumer` (terroir's plumbing, not public).
+    /// Runs the loop with `consumer` (terroir's engine, not public).
     #[doc(hidden)]
-    fn drive<C>(self, consumer: C) -> C::Result
+    fn drive_engine<C>(self, consumer: C) -> C::Result
     where
         C: Consumer<Self::Item>;
 
@@ -61,7 +61,7 @@ pub trait ParallelIterator: Sized + Send {
     where
         OP: Fn(Self::Item) + Sync + Send,
     {
-        self.drive(consume::ForEach { op: &op })
+        self.drive_engine(consume::ForEach { op: &op })
     }
 
     /// [`for_each`](Self::for_each) with a clone of `init` per piece of
@@ -142,7 +142,7 @@ pub trait ParallelIterator: Sized + Send {
     /// assert_eq!((0..1000).into_par_iter().filter(|i| i % 7 == 0).count(), 143);
     /// ```
     fn count(self) -> usize {
-        self.drive(consume::Count)
+        self.drive_engine(consume::Count)
     }
 
     /// Applies `map_op` to every item.
@@ -318,7 +318,7 @@ pub trait ParallelIterator: Sized + Send {
         OP: Fn(Self::Item, Self::Item) -> Self::Item + Sync + Send,
         ID: Fn() -> Self::Item + Sync + Send,
     {
-        self.drive(consume::Reduce {
+        self.drive_engine(consume::Reduce {
             identity: &identity,
             op: &op,
         })
@@ -329,7 +329,7 @@ pub trait ParallelIterator: Sized + Send {
     where
         OP: Fn(Self::Item, Self::Item) -> Self::Item + Sync + Send,
     {
-        self.drive(consume::ReduceWith { op: &op })
+        self.drive_engine(consume::ReduceWith { op: &op })
     }
 
     /// Reduces items that are `Result`s, `Option`s or `ControlFlow`s,
@@ -424,7 +424,7 @@ pub trait ParallelIterator: Sized + Send {
     where
         S: Send + Sum<Self::Item> + Sum<S>,
     {
-        self.drive(consume::SumC::new())
+        self.drive_engine(consume::SumC::new())
     }
 
     /// The product of the items.
@@ -432,7 +432,7 @@ pub trait ParallelIterator: Sized + Send {
     where
         P: Send + Product<Self::Item> + Product<P>,
     {
-        self.drive(consume::ProductC::new())
+        self.drive_engine(consume::ProductC::new())
     }
 
     /// The smallest item (the first of several equal ones is not promised
@@ -778,7 +778,9 @@ pub trait ParallelIterator: Sized + Send {
 
     /// The items as a list of vectors, one per piece, in order.
     fn collect_vec_list(self) -> std::collections::LinkedList<Vec<Self::Item>> {
-        self.drive(super::collect::VecList).into_iter().collect()
+        self.drive_engine(super::collect::VecList)
+            .into_iter()
+            .collect()
     }
 
     /// How the loop is scheduled: adaptively (the default) or statically,

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use super::plumbing::{self, Consumer, Extent, Hints, Piece, Schedule};
+use super::engine::{self, Consumer, Extent, Hints, Piece, Schedule};
 use super::ParallelIterator;
 use crate::Place;
 
@@ -179,8 +179,8 @@ struct Blocks<'p> {
 
 impl ParallelIterator for Blocks<'_> {
     type Item = Range<usize>;
-    fn drive<C: Consumer<Range<usize>>>(self, consumer: C) -> C::Result {
-        plumbing::run(self.piece, consumer)
+    fn drive_engine<C: Consumer<Range<usize>>>(self, consumer: C) -> C::Result {
+        engine::run(self.piece, consumer)
     }
 }
 

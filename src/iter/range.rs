@@ -22,7 +22,7 @@
 
 use std::ops::{Range, RangeInclusive};
 
-use super::plumbing::{self, Consumer, Piece};
+use super::engine::{self, Consumer, Piece};
 use super::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 
 mod private {
@@ -156,8 +156,8 @@ macro_rules! parallel {
     ($iter:ident) => {
         impl<T: Int> ParallelIterator for $iter<T> {
             type Item = T;
-            fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
-                plumbing::run(
+            fn drive_engine<C: Consumer<T>>(self, consumer: C) -> C::Result {
+                engine::run(
                     RangePiece {
                         start: self.start,
                         len: self.len,

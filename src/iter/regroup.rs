@@ -4,8 +4,8 @@
 
 use std::iter;
 
+use super::engine::{Consumer, Extent, Hints, Piece};
 use super::indexed_adaptors::indexed_parallel_iterator;
-use super::plumbing::{Consumer, Extent, Hints, Piece};
 use super::{IndexedParallelIterator, ParallelIterator};
 
 /// [`IndexedParallelIterator::skip`]'s iterator. The skipped items are

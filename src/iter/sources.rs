@@ -3,9 +3,9 @@
 
 use std::sync::Mutex;
 
+use super::engine::{in_worker, Consumer, Folder, Piece};
 use super::indexed::drive_piece;
 use super::option;
-use super::plumbing::{in_worker, Consumer, Folder, Piece};
 use super::{IndexedParallelIterator, ParallelIterator};
 
 /// A parallel iterator with no items.
@@ -24,7 +24,7 @@ pub struct Empty<T>(std::marker::PhantomData<fn() -> T>);
 
 impl<T: Send> ParallelIterator for Empty<T> {
     type Item = T;
-    fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<T>>(self, consumer: C) -> C::Result {
         consumer.folder().complete()
     }
     fn opt_len(&self) -> Option<usize> {
@@ -128,9 +128,9 @@ impl<T: Clone + Send> Repeat<T> {
 
 impl<T: Clone + Send> ParallelIterator for Repeat<T> {
     type Item = T;
-    fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<T>>(self, consumer: C) -> C::Result {
         // As many items as positions (2^64 - 1): endless in practice.
-        super::plumbing::run(
+        super::engine::run(
             RepeatPiece {
                 element: Some(self.element),
                 count: usize::MAX,
@@ -170,7 +170,7 @@ pub struct RepeatN<T> {
 
 impl<T: Clone + Send> ParallelIterator for RepeatN<T> {
     type Item = T;
-    fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<T>>(self, consumer: C) -> C::Result {
         drive_piece(self, consumer)
     }
     fn opt_len(&self) -> Option<usize> {
@@ -331,7 +331,7 @@ where
     I::Item: Send,
 {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
         let shared = Mutex::new(self.iter.fuse());
         let c = &consumer;
         let shared = &shared;

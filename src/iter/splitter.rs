@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::plumbing::{run_frontier, Consumer, Frontier};
+use super::engine::{run_frontier, Consumer, Frontier};
 use super::ParallelIterator;
 
 /// The pieces `splitter` cuts `data` into, in order (rayon's `split`):
@@ -62,7 +62,7 @@ where
     S: Fn(D) -> (D, Option<D>) + Sync + Send,
 {
     type Item = D;
-    fn drive<C: Consumer<D>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<D>>(self, consumer: C) -> C::Result {
         let Split { data, splitter } = self;
         run_frontier(
             Pieces {

@@ -6,10 +6,10 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::indexed_adaptors::HintPiece;
-use super::plumbing::{
+use super::engine::{
     forward_consumer, forward_reverse, Consumer, Extent, Folder, Hints, Options, Piece, Schedule,
 };
+use super::indexed_adaptors::HintPiece;
 use super::{IndexedParallelIterator, ParallelIterator};
 
 pub use super::flat::{FlatMap, Flatten, FlattenIter};
@@ -56,9 +56,9 @@ macro_rules! batch_adaptor {
             $($bounds)*
         {
             type Item = $item;
-            fn drive<C: Consumer<$item>>(self, consumer: C) -> C::Result {
+            fn drive_engine<C: Consumer<$item>>(self, consumer: C) -> C::Result {
                 let $name { base, op } = self;
-                base.drive($consumer { base: consumer, op: &op })
+                base.drive_engine($consumer { base: consumer, op: &op })
             }
         }
 
@@ -230,15 +230,15 @@ where
     B: ParallelIterator<Item = A::Item>,
 {
     type Item = A::Item;
-    fn drive<C: Consumer<A::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<A::Item>>(self, consumer: C) -> C::Result {
         let Chain { a, b } = self;
         // Positions of `b` come after all of `a`'s: exactly when `a`'s
         // length is known, else far enough.
         let by = a.opt_len().unwrap_or(usize::MAX / 2);
         let c = &consumer;
         let (ra, rb) = crate::join(
-            || a.drive(Shift { base: c, by: 0 }),
-            || b.drive(Shift { base: c, by }),
+            || a.drive_engine(Shift { base: c, by: 0 }),
+            || b.drive_engine(Shift { base: c, by }),
         );
         consumer.reduce(ra, rb)
     }
@@ -363,9 +363,9 @@ impl Drop for FuseGuard<'_> {
 
 impl<I: ParallelIterator> ParallelIterator for PanicFuse<I> {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
         let PanicFuse { base, panicked } = self;
-        base.drive(FuseConsumer {
+        base.drive_engine(FuseConsumer {
             base: consumer,
             panicked: &panicked,
         })
@@ -564,8 +564,8 @@ impl<I> Scheduled<I> {
 
 impl<I: ParallelIterator> ParallelIterator for Scheduled<I> {
     type Item = I::Item;
-    fn drive<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
-        self.base.drive(WithOptions {
+    fn drive_engine<C: Consumer<I::Item>>(self, consumer: C) -> C::Result {
+        self.base.drive_engine(WithOptions {
             base: consumer,
             options: self.options,
         })

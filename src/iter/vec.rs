@@ -8,8 +8,8 @@ use std::marker::PhantomData;
 use std::ops::{Bound, Range, RangeBounds};
 use std::ptr;
 
+use super::engine::{Consumer, Piece};
 use super::indexed::drive_piece;
-use super::plumbing::{Consumer, Piece};
 use super::{IndexedParallelIterator, IntoParallelIterator, ParallelDrainRange, ParallelIterator};
 
 /// The parallel iterator of a `Vec<T>` by value (rayon's `vec::IntoIter`).
@@ -57,7 +57,7 @@ impl<T: Send> IntoParallelIterator for Box<[T]> {
 
 impl<T: Send> ParallelIterator for IntoIter<T> {
     type Item = T;
-    fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<T>>(self, consumer: C) -> C::Result {
         drive_piece(self, consumer)
     }
     fn opt_len(&self) -> Option<usize> {
@@ -289,7 +289,7 @@ pub(crate) fn check_range<R: RangeBounds<usize>>(range: R, len: usize) -> Range<
 
 impl<T: Send> ParallelIterator for Drain<'_, T> {
     type Item = T;
-    fn drive<C: Consumer<T>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<T>>(self, consumer: C) -> C::Result {
         drive_piece(self, consumer)
     }
     fn opt_len(&self) -> Option<usize> {

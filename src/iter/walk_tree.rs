@@ -13,7 +13,7 @@
 use std::fmt;
 use std::mem;
 
-use super::plumbing::{run_frontier, Consumer, Folder, Frontier};
+use super::engine::{run_frontier, Consumer, Folder, Frontier};
 use super::ParallelIterator;
 
 /// The nodes of the tree under `root`, every node before its children and
@@ -123,7 +123,7 @@ where
     I: IntoIterator<Item = S, IntoIter: DoubleEndedIterator>,
 {
     type Item = S;
-    fn drive<C: Consumer<S>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<S>>(self, consumer: C) -> C::Result {
         let frontier = Prefix {
             stack: vec![self.root],
             levels: vec![0],
@@ -140,8 +140,8 @@ where
     I: IntoIterator<Item = S, IntoIter: DoubleEndedIterator>,
 {
     type Item = S;
-    fn drive<C: Consumer<S>>(self, consumer: C) -> C::Result {
-        self.0.drive(consumer)
+    fn drive_engine<C: Consumer<S>>(self, consumer: C) -> C::Result {
+        self.0.drive_engine(consumer)
     }
 }
 
@@ -152,7 +152,7 @@ where
     I: IntoIterator<Item = S>,
 {
     type Item = S;
-    fn drive<C: Consumer<S>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<S>>(self, consumer: C) -> C::Result {
         let frontier = Postfix {
             stack: vec![Step::Enter(self.root)],
             children_of: &self.children_of,

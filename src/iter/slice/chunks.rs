@@ -7,8 +7,8 @@
 use std::mem;
 
 use super::Shares;
+use crate::iter::engine::{Consumer, Extent, Piece};
 use crate::iter::indexed::drive_piece;
-use crate::iter::plumbing::{Consumer, Extent, Piece};
 use crate::iter::{IndexedParallelIterator, ParallelIterator};
 use crate::numa::NodeId;
 
@@ -63,7 +63,7 @@ macro_rules! chunks {
 
         impl<'a, T: $bound> ParallelIterator for $name<'a, T> {
             type Item = $item;
-            fn drive<C: Consumer<$item>>(self, consumer: C) -> C::Result {
+            fn drive_engine<C: Consumer<$item>>(self, consumer: C) -> C::Result {
                 drive_piece(self, consumer)
             }
             fn opt_len(&self) -> Option<usize> {
@@ -360,7 +360,7 @@ impl<'a, T> Windows<'a, T> {
 
 impl<'a, T: Sync> ParallelIterator for Windows<'a, T> {
     type Item = &'a [T];
-    fn drive<C: Consumer<&'a [T]>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<&'a [T]>>(self, consumer: C) -> C::Result {
         drive_piece(self, consumer)
     }
     fn opt_len(&self) -> Option<usize> {

@@ -19,9 +19,9 @@ pub use chunks::{
     RChunksMut, Windows,
 };
 
+use super::engine::{Consumer, Extent, Piece};
 use super::indexed::drive_piece;
 use super::names::vec_newtype;
-use super::plumbing::{Consumer, Extent, Piece};
 use super::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 use crate::numa::NodeId;
 use crate::pool::NodeVec;
@@ -180,7 +180,7 @@ impl<'a, T: Send> IntoParallelIterator for &'a mut NodeVec<T> {
 
 impl<'a, T: Sync> ParallelIterator for Iter<'a, T> {
     type Item = &'a T;
-    fn drive<C: Consumer<&'a T>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<&'a T>>(self, consumer: C) -> C::Result {
         drive_piece(self, consumer)
     }
     fn opt_len(&self) -> Option<usize> {
@@ -207,7 +207,7 @@ impl<'a, T: Sync> IndexedParallelIterator for Iter<'a, T> {
 
 impl<'a, T: Send> ParallelIterator for IterMut<'a, T> {
     type Item = &'a mut T;
-    fn drive<C: Consumer<&'a mut T>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<&'a mut T>>(self, consumer: C) -> C::Result {
         drive_piece(self, consumer)
     }
     fn opt_len(&self) -> Option<usize> {

@@ -35,7 +35,7 @@ use std::cmp::Ordering;
 use std::panic::{self, AssertUnwindSafe};
 
 use super::ParallelSliceMut;
-use crate::iter::plumbing::clock;
+use crate::iter::engine::clock;
 use crate::iter::{IndexedParallelIterator, IntoParallelRefMutIterator, ParallelIterator};
 use crate::sched::WorkerThread;
 

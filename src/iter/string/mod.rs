@@ -5,7 +5,7 @@
 //! (`par_split`, `par_lines`, `par_split_whitespace`, …) cut the string at
 //! a separator near the middle when a worker asks (see `split.rs`).
 
-use super::plumbing::{self, Consumer, Piece};
+use super::engine::{self, Consumer, Piece};
 use super::vec::IntoIter;
 use super::{IntoParallelIterator, ParallelIterator};
 
@@ -193,8 +193,8 @@ pub struct CharIndices<'a> {
 
 impl ParallelIterator for Chars<'_> {
     type Item = char;
-    fn drive<C: Consumer<char>>(self, consumer: C) -> C::Result {
-        plumbing::run(
+    fn drive_engine<C: Consumer<char>>(self, consumer: C) -> C::Result {
+        engine::run(
             StrPiece {
                 s: self.s,
                 lo: 0,
@@ -207,8 +207,8 @@ impl ParallelIterator for Chars<'_> {
 
 impl ParallelIterator for CharIndices<'_> {
     type Item = (usize, char);
-    fn drive<C: Consumer<(usize, char)>>(self, consumer: C) -> C::Result {
-        plumbing::run(
+    fn drive_engine<C: Consumer<(usize, char)>>(self, consumer: C) -> C::Result {
+        engine::run(
             IndexedStrPiece(StrPiece {
                 s: self.s,
                 lo: 0,
@@ -381,11 +381,11 @@ impl<'a> super::ParallelDrainRange<usize> for &'a mut String {
 
 impl ParallelIterator for Drain<'_> {
     type Item = char;
-    fn drive<C: Consumer<char>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<char>>(self, consumer: C) -> C::Result {
         Chars {
             s: &self.string[self.range.clone()],
         }
-        .drive(consumer)
+        .drive_engine(consumer)
     }
 }
 

@@ -7,7 +7,7 @@
 use std::fmt;
 
 use super::Pattern;
-use crate::iter::plumbing::{run_frontier, Consumer, Frontier};
+use crate::iter::engine::{run_frontier, Consumer, Frontier};
 use crate::iter::ParallelIterator;
 
 /// Which pieces a separator-delimited walk yields.
@@ -227,7 +227,7 @@ macro_rules! pattern_iter {
 
         impl<'ch, P: Pattern> ParallelIterator for $name<'ch, P> {
             type Item = &'ch str;
-            fn drive<C: Consumer<&'ch str>>(self, consumer: C) -> C::Result {
+            fn drive_engine<C: Consumer<&'ch str>>(self, consumer: C) -> C::Result {
                 let parts = Parts(Pieces::new(self.text, &self.sep, Kind::$kind));
                 run_frontier(parts, consumer, false)
             }
@@ -301,7 +301,7 @@ macro_rules! found_iter {
 
         impl<'ch, P: Pattern> ParallelIterator for $name<'ch, P> {
             type Item = $item;
-            fn drive<C: Consumer<$item>>(self, consumer: C) -> C::Result {
+            fn drive_engine<C: Consumer<$item>>(self, consumer: C) -> C::Result {
                 let found = Found {
                     rest: self.text,
                     offset: 0,
@@ -406,7 +406,7 @@ pub struct Lines<'ch>(pub(crate) &'ch str);
 
 impl<'ch> ParallelIterator for Lines<'ch> {
     type Item = &'ch str;
-    fn drive<C: Consumer<&'ch str>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<&'ch str>>(self, consumer: C) -> C::Result {
         let pieces = Pieces::new(self.0, &'\n', Kind::Inclusive);
         run_frontier(Mapped(Parts(pieces), line), consumer, false)
     }
@@ -425,7 +425,7 @@ pub struct SplitWhitespace<'ch>(pub(crate) &'ch str);
 
 impl<'ch> ParallelIterator for SplitWhitespace<'ch> {
     type Item = &'ch str;
-    fn drive<C: Consumer<&'ch str>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<&'ch str>>(self, consumer: C) -> C::Result {
         let sep = char::is_whitespace;
         run_frontier(
             Words(Pieces::new(self.0, &sep, Kind::Split)),
@@ -448,7 +448,7 @@ pub struct SplitAsciiWhitespace<'ch>(pub(crate) &'ch str);
 
 impl<'ch> ParallelIterator for SplitAsciiWhitespace<'ch> {
     type Item = &'ch str;
-    fn drive<C: Consumer<&'ch str>>(self, consumer: C) -> C::Result {
+    fn drive_engine<C: Consumer<&'ch str>>(self, consumer: C) -> C::Result {
         let sep = |c: char| c.is_ascii_whitespace();
         run_frontier(
             Words(Pieces::new(self.0, &sep, Kind::Split)),

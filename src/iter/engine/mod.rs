@@ -276,7 +276,7 @@ macro_rules! forward_consumer {
         fn stop(&self, start: usize, end: usize) -> bool {
             self.base.stop(start, end)
         }
-        fn options(&self) -> $crate::iter::plumbing::Options {
+        fn options(&self) -> $crate::iter::engine::Options {
             self.base.options()
         }
         fn eager(&self) -> bool {
@@ -294,7 +294,7 @@ pub(crate) use forward_consumer;
 /// its consumer).
 macro_rules! forward_reverse {
     ($c:ty, $t:ty) => {
-        const REVERSIBLE: bool = <$c as $crate::iter::plumbing::Consumer<$t>>::REVERSIBLE;
+        const REVERSIBLE: bool = <$c as $crate::iter::engine::Consumer<$t>>::REVERSIBLE;
         fn reverse(&self) {
             self.base.reverse()
         }
@@ -323,7 +323,7 @@ unsafe impl<T: Send> Sync for SendPtr<T> {}
 /// and `layout`.
 macro_rules! forward_piece {
     (cheap) => {
-        $crate::iter::plumbing::forward_piece!();
+        $crate::iter::engine::forward_piece!();
         fn split_cheap(&self) -> bool {
             self.base.split_cheap()
         }
@@ -332,10 +332,10 @@ macro_rules! forward_piece {
         fn units(&self) -> usize {
             self.base.units()
         }
-        fn hints(&self) -> $crate::iter::plumbing::Hints {
+        fn hints(&self) -> $crate::iter::engine::Hints {
             self.base.hints()
         }
-        fn layout(&self, out: &mut Vec<$crate::iter::plumbing::Extent>) {
+        fn layout(&self, out: &mut Vec<$crate::iter::engine::Extent>) {
             self.base.layout(out)
         }
     };
